@@ -1,0 +1,170 @@
+// The one attention Generator. Its GeneratorParams are the fields of an
+// AttentionSpec (or the whole spec as its canonical string in `spec`) plus the
+// schedule to apply. Arguments, in order: q, k, v, [key_lengths], [bias],
+// [alibi_slopes], scale; outputs: out, [weights].
+#include <Halide.h>
+
+#include "attention_inputs.h"
+#include "attention_spec.h"
+#include "attention_terms.h"
+#include "materialized_form.h"
+#include "schedules/naive_schedule.h"
+
+namespace attnforge {
+namespace {
+
+using Halide::Buffer;
+using Halide::Expr;
+using Halide::GeneratorInput;
+using Halide::GeneratorOutput;
+using Halide::GeneratorParam;
+
+class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
+ public:
+  GeneratorParam<std::string> spec{"spec", ""};
+  GeneratorParam<PositionMask> mask{"mask",
+                                    PositionMask::none,
+                                    {{"none", PositionMask::none},
+                                     {"causal", PositionMask::causal},
+                                     {"window", PositionMask::window}}};
+  GeneratorParam<Alignment> alignment{
+      "alignment",
+      Alignment::top_left,
+      {{"top_left", Alignment::top_left}, {"bottom_right", Alignment::bottom_right}}};
+  GeneratorParam<int> window_left{"window_left", 0};
+  GeneratorParam<int> window_right{"window_right", 0};
+  GeneratorParam<bool> key_padding{"key_padding", false};
+  GeneratorParam<BiasKind> bias_kind{
+      "bias_kind",
+      BiasKind::none,
+      {{"none", BiasKind::none}, {"tensor", BiasKind::tensor}, {"alibi", BiasKind::alibi}}};
+  GeneratorParam<int> heads{"heads", 1};
+  GeneratorParam<int> kv_heads{"kv_heads", 1};
+  GeneratorParam<int> head_dim{"head_dim", 64};
+  GeneratorParam<DType> dtype{
+      "dtype", DType::f32, {{"f32", DType::f32}, {"f16", DType::f16}, {"bf16", DType::bf16}}};
+  GeneratorParam<bool> return_weights{"return_weights", false};
+  GeneratorParam<std::string> schedule{"schedule", "naive"};
+
+  void configure() {
+    spec_ = resolve_spec();
+    Halide::Type storage = storage_type_of(spec_.dtype);
+    q_ = add_input<Buffer<>>("q", storage, 4);
+    k_ = add_input<Buffer<>>("k", storage, 4);
+    v_ = add_input<Buffer<>>("v", storage, 4);
+    if (spec_.key_padding) key_lengths_ = add_input<Buffer<int32_t>>("key_lengths", 1);
+    if (spec_.bias == BiasKind::tensor) bias_ = add_input<Buffer<>>("bias", storage, 4);
+    if (spec_.bias == BiasKind::alibi) {
+      alibi_slopes_ = add_input<Buffer<float>>("alibi_slopes", 1);
+    }
+    scale_ = add_input<float>("scale");
+    out_ = add_output<Buffer<>>("out", storage, 4);
+    if (spec_.return_weights) weights_ = add_output<Buffer<>>("weights", storage, 4);
+  }
+
+  void generate() {
+    constrain_shapes();
+    AttentionInputs in;
+    in.q = *q_;
+    in.k = *k_;
+    in.v = *v_;
+    in.q_len = q_->dim(1).extent();
+    in.kv_len = k_->dim(1).extent();
+    in.scale = *scale_;
+    if (key_lengths_) in.key_lengths = *key_lengths_;
+    if (bias_) in.bias = *bias_;
+    if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
+
+    if (std::string(schedule) != "naive") {
+      throw SpecError("schedule", "'" + std::string(schedule) + "' is unknown; expected naive");
+    }
+    MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
+    (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = funcs.output(vars_.d, vars_.i, vars_.h, vars_.b);
+    if (weights_) {
+      (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) =
+          funcs.weights(vars_.j, vars_.i, vars_.h, vars_.b);
+    }
+    // The generator's outputs replace the forms' output Funcs as the stages to schedule.
+    funcs.output = *out_;
+    if (weights_) funcs.weights = *weights_;
+    set_estimates(spec_.head_dim);
+    schedules::apply_naive(funcs, vars_, get_target());
+  }
+
+ private:
+  AttentionSpec resolve_spec() const {
+    AttentionSpec fields;
+    fields.mask = mask;
+    fields.alignment = alignment;
+    fields.window_left = window_left;
+    fields.window_right = window_right;
+    fields.key_padding = key_padding;
+    fields.bias = bias_kind;
+    fields.heads = heads;
+    fields.kv_heads = kv_heads;
+    fields.head_dim = head_dim;
+    fields.dtype = dtype;
+    fields.return_weights = return_weights;
+    if (std::string(spec).empty()) {
+      fields.validate();
+      return fields;
+    }
+    if (fields != AttentionSpec{}) {
+      throw SpecError("spec", "give either spec=<string> or the individual fields, not both");
+    }
+    return AttentionSpec::parse(std::string(spec));
+  }
+
+  // Shapes as (d, position, head, batch); every min is 0 and D, H, H_kv fixed.
+  void constrain_shapes() {
+    const int d = spec_.head_dim;
+    Expr batch = q_->dim(3).extent();
+    Expr q_len = q_->dim(1).extent();
+    Expr kv_len = k_->dim(1).extent();
+    auto constrain = [&](auto* buffer, std::vector<Expr> extents) {
+      for (size_t dim = 0; dim < extents.size(); ++dim) {
+        buffer->dim(dim).set_min(0);
+        if (extents[dim].defined()) buffer->dim(dim).set_extent(extents[dim]);
+      }
+    };
+    constrain(q_, {d, Expr(), spec_.heads, Expr()});
+    constrain(k_, {d, Expr(), spec_.kv_heads, batch});
+    constrain(v_, {d, kv_len, spec_.kv_heads, batch});
+    constrain(out_, {d, q_len, spec_.heads, batch});
+    if (key_lengths_) constrain(key_lengths_, {batch});
+    if (bias_) constrain(bias_, {kv_len, q_len, spec_.heads, batch});
+    if (alibi_slopes_) constrain(alibi_slopes_, {spec_.heads});
+    if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
+  }
+
+  // Sizes the autoschedulers plan for (outputs must be defined first): one batch of 2048-long sequences.
+  void set_estimates(int d) {
+    constexpr int kLen = 2048;
+    q_->set_estimates({{0, d}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    k_->set_estimates({{0, d}, {0, kLen}, {0, spec_.kv_heads}, {0, 1}});
+    v_->set_estimates({{0, d}, {0, kLen}, {0, spec_.kv_heads}, {0, 1}});
+    out_->set_estimates({{0, d}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    if (key_lengths_) key_lengths_->set_estimates({{0, 1}});
+    if (bias_) bias_->set_estimates({{0, kLen}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
+    if (weights_) weights_->set_estimates({{0, kLen}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    scale_->set_estimate(default_scale(d));
+  }
+
+  AttentionSpec spec_;
+  AttentionVars vars_;
+  GeneratorInput<Buffer<>>* q_ = nullptr;
+  GeneratorInput<Buffer<>>* k_ = nullptr;
+  GeneratorInput<Buffer<>>* v_ = nullptr;
+  GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
+  GeneratorInput<Buffer<>>* bias_ = nullptr;
+  GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
+  GeneratorInput<float>* scale_ = nullptr;
+  GeneratorOutput<Buffer<>>* out_ = nullptr;
+  GeneratorOutput<Buffer<>>* weights_ = nullptr;
+};
+
+}  // namespace
+}  // namespace attnforge
+
+HALIDE_REGISTER_GENERATOR(attnforge::AttentionGenerator, attention)

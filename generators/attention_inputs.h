@@ -1,0 +1,33 @@
+// What every algorithm form reads: the tensors of one attention call as Halide
+// Funcs plus the run-time sizes, independent of whether they come from a
+// Generator's Inputs or from anywhere else.
+#pragma once
+
+#include <Halide.h>
+
+namespace attnforge {
+
+// Loop variables shared by every form, so schedules can name them.
+struct AttentionVars {
+  Halide::Var d{"d"};  // head-dim lane
+  Halide::Var i{"i"};  // query position
+  Halide::Var j{"j"};  // key position
+  Halide::Var h{"h"};  // query head
+  Halide::Var b{"b"};  // batch
+};
+
+struct AttentionInputs {
+  // (d, position, head, batch) in storage dtype; k and v are indexed by key/value head.
+  Halide::Func q, k, v;
+  Halide::Expr q_len, kv_len;
+  Halide::Expr scale;           // f32
+  Halide::Func key_lengths;     // (b) int32; defined only with key padding
+  Halide::Func bias;            // (j, i, h, b) storage dtype; defined only with a bias tensor
+  Halide::Func alibi_slopes;    // (h) f32; defined only with ALiBi
+};
+
+// The logit given to a key a query may not see. Finite, so that subtracting two
+// of them is 0 rather than NaN, and far below any real logit.
+constexpr float kMaskedLogit = -1e30f;
+
+}  // namespace attnforge

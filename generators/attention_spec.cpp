@@ -1,0 +1,254 @@
+#include "attention_spec.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <vector>
+
+namespace attnforge {
+
+const char* const kSpecGrammar =
+    "mask['.br']['.kpad']['.bias'|'.alibi'].heads.d<D>.dtype['.weights'] where "
+    "mask = full | causal | window<L>_<R>, heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
+    "dtype = f32 | f16 | bf16 (e.g. causal.gqa32x8.d128.f16)";
+
+namespace {
+
+constexpr int kMaxHeadDim = 512;
+constexpr int kMaxHeads = 4096;
+
+std::vector<std::string_view> split_dots(std::string_view text) {
+  std::vector<std::string_view> tokens;
+  size_t start = 0;
+  while (true) {
+    size_t dot = text.find('.', start);
+    tokens.push_back(text.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return tokens;
+    start = dot + 1;
+  }
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// A canonical decimal: digits only, no sign, no leading zero, fits in int.
+bool parse_canonical_int(std::string_view digits, int& value) {
+  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  auto result = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return result.ec == std::errc() && result.ptr == digits.data() + digits.size();
+}
+
+int require_int(std::string_view digits, const std::string& field, std::string_view token) {
+  int value = 0;
+  if (!parse_canonical_int(digits, value)) {
+    throw SpecError(field, fmt::format("'{}' is not a canonical non-negative integer in token '{}'",
+                                       digits, token));
+  }
+  return value;
+}
+
+void parse_mask(std::string_view token, AttentionSpec& spec) {
+  if (token == "full") {
+    spec.mask = PositionMask::none;
+  } else if (token == "causal") {
+    spec.mask = PositionMask::causal;
+  } else if (starts_with(token, "window")) {
+    std::string_view sizes = token.substr(6);
+    size_t sep = sizes.find('_');
+    if (sep == std::string_view::npos) {
+      throw SpecError("window", fmt::format("'{}' must be window<L>_<R>, e.g. window256_0", token));
+    }
+    spec.mask = PositionMask::window;
+    spec.window_left = require_int(sizes.substr(0, sep), "window_left", token);
+    spec.window_right = require_int(sizes.substr(sep + 1), "window_right", token);
+  } else {
+    throw SpecError("mask", fmt::format("'{}' is not a mask; expected full, causal or "
+                                        "window<L>_<R>",
+                                        token));
+  }
+}
+
+void parse_heads(std::string_view token, AttentionSpec& spec) {
+  if (starts_with(token, "mha")) {
+    spec.heads = spec.kv_heads = require_int(token.substr(3), "heads", token);
+  } else if (starts_with(token, "mqa")) {
+    spec.heads = require_int(token.substr(3), "heads", token);
+    spec.kv_heads = 1;
+  } else if (starts_with(token, "gqa")) {
+    std::string_view counts = token.substr(3);
+    size_t sep = counts.find('x');
+    if (sep == std::string_view::npos) {
+      throw SpecError("heads", fmt::format("'{}' must be gqa<H>x<Hkv>, e.g. gqa32x8", token));
+    }
+    spec.heads = require_int(counts.substr(0, sep), "heads", token);
+    spec.kv_heads = require_int(counts.substr(sep + 1), "kv_heads", token);
+  } else {
+    throw SpecError("heads", fmt::format("'{}' is not a head layout; expected mha<H>, "
+                                         "gqa<H>x<Hkv> or mqa<H>",
+                                         token));
+  }
+}
+
+DType parse_dtype(std::string_view token) {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    if (token == to_string(dtype)) return dtype;
+  }
+  throw SpecError("dtype", fmt::format("'{}' is not a dtype; expected f32, f16 or bf16", token));
+}
+
+std::string heads_token(const AttentionSpec& spec) {
+  if (spec.heads == spec.kv_heads) return fmt::format("mha{}", spec.heads);
+  if (spec.kv_heads == 1) return fmt::format("mqa{}", spec.heads);
+  return fmt::format("gqa{}x{}", spec.heads, spec.kv_heads);
+}
+
+}  // namespace
+
+SpecError::SpecError(std::string field, const std::string& message)
+    : std::invalid_argument(fmt::format("attention spec: {}: {}", field, message)),
+      field_(std::move(field)) {}
+
+std::string_view to_string(PositionMask mask) {
+  switch (mask) {
+    case PositionMask::none: return "none";
+    case PositionMask::causal: return "causal";
+    case PositionMask::window: return "window";
+  }
+  return "?";
+}
+
+std::string_view to_string(Alignment alignment) {
+  return alignment == Alignment::top_left ? "top_left" : "bottom_right";
+}
+
+std::string_view to_string(BiasKind bias) {
+  switch (bias) {
+    case BiasKind::none: return "none";
+    case BiasKind::tensor: return "tensor";
+    case BiasKind::alibi: return "alibi";
+  }
+  return "?";
+}
+
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+int dtype_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+float default_scale(int head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+
+void AttentionSpec::validate() const {
+  if (heads < 1 || heads > kMaxHeads) {
+    throw SpecError("heads", fmt::format("{} query heads; expected 1..{}", heads, kMaxHeads));
+  }
+  if (kv_heads < 1 || kv_heads > heads) {
+    throw SpecError("kv_heads", fmt::format("{} key/value heads; expected 1..heads ({})", kv_heads,
+                                            heads));
+  }
+  if (heads % kv_heads != 0) {
+    throw SpecError("kv_heads", fmt::format("{} query heads are not divisible by {} key/value "
+                                            "heads",
+                                            heads, kv_heads));
+  }
+  if (head_dim < 1 || head_dim > kMaxHeadDim) {
+    throw SpecError("head_dim", fmt::format("{}; expected 1..{}", head_dim, kMaxHeadDim));
+  }
+  if (mask == PositionMask::window) {
+    if (window_left < 0 || window_right < 0) {
+      throw SpecError("window", fmt::format("sizes ({}, {}) must be non-negative", window_left,
+                                            window_right));
+    }
+  } else if (window_left != 0 || window_right != 0) {
+    throw SpecError("window", fmt::format("sizes ({}, {}) given on a spec whose mask is '{}'; "
+                                          "only a window mask has sizes",
+                                          window_left, window_right, attnforge::to_string(mask)));
+  }
+  bool positional = mask != PositionMask::none || bias == BiasKind::alibi;
+  if (alignment == Alignment::bottom_right && !positional) {
+    throw SpecError("alignment", "bottom_right alignment needs a causal or window mask or ALiBi");
+  }
+}
+
+std::string AttentionSpec::to_string() const {
+  validate();
+  std::string text;
+  switch (mask) {
+    case PositionMask::none: text = "full"; break;
+    case PositionMask::causal: text = "causal"; break;
+    case PositionMask::window: text = fmt::format("window{}_{}", window_left, window_right); break;
+  }
+  if (alignment == Alignment::bottom_right) text += ".br";
+  if (key_padding) text += ".kpad";
+  if (bias == BiasKind::tensor) text += ".bias";
+  if (bias == BiasKind::alibi) text += ".alibi";
+  text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
+  if (return_weights) text += ".weights";
+  return text;
+}
+
+AttentionSpec AttentionSpec::parse(std::string_view text) {
+  std::vector<std::string_view> tokens = split_dots(text);
+  AttentionSpec spec;
+  size_t next = 0;
+  auto take_if = [&](std::string_view expected) {
+    if (next < tokens.size() && tokens[next] == expected) {
+      ++next;
+      return true;
+    }
+    return false;
+  };
+  auto take = [&](const char* field) -> std::string_view {
+    if (next >= tokens.size()) {
+      throw SpecError(field, fmt::format("'{}' ends before the {}; grammar: {}", text, field,
+                                         kSpecGrammar));
+    }
+    return tokens[next++];
+  };
+
+  parse_mask(take("mask"), spec);
+  if (take_if("br")) spec.alignment = Alignment::bottom_right;
+  spec.key_padding = take_if("kpad");
+  if (take_if("bias")) {
+    spec.bias = BiasKind::tensor;
+  } else if (take_if("alibi")) {
+    spec.bias = BiasKind::alibi;
+  }
+  parse_heads(take("heads"), spec);
+  std::string_view dim = take("head_dim");
+  if (!starts_with(dim, "d")) {
+    throw SpecError("head_dim", fmt::format("'{}' must be d<D>, e.g. d64", dim));
+  }
+  spec.head_dim = require_int(dim.substr(1), "head_dim", dim);
+  spec.dtype = parse_dtype(take("dtype"));
+  spec.return_weights = take_if("weights");
+  if (next != tokens.size()) {
+    throw SpecError("spec", fmt::format("unexpected token '{}' in '{}'; grammar: {}", tokens[next],
+                                        text, kSpecGrammar));
+  }
+  spec.validate();
+  if (spec.to_string() != text) {
+    throw SpecError("heads", fmt::format("'{}' is not canonical; write '{}'", text,
+                                         spec.to_string()));
+  }
+  return spec;
+}
+
+bool AttentionSpec::operator==(const AttentionSpec& o) const {
+  return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
+         window_right == o.window_right && key_padding == o.key_padding && bias == o.bias &&
+         heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim &&
+         dtype == o.dtype && return_weights == o.return_weights;
+}
+
+}  // namespace attnforge

@@ -1,0 +1,81 @@
+// AttentionSpec: what one attention kernel computes. Sequence lengths, batch and
+// scale are run-time values; everything here is fixed when a kernel is compiled.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attnforge {
+
+// Which keys a query may see, by position.
+enum class PositionMask { none, causal, window };
+
+// Where the diagonal of a causal or window mask (and the ALiBi distance) sits
+// when Lq != Lk: top_left puts query i at key i (PyTorch's is_causal);
+// bottom_right puts query i at key i + Lk - Lq (the KV-cache convention).
+enum class Alignment { top_left, bottom_right };
+
+// An additive term on the logits: a user tensor broadcastable as
+// [B or 1, H or 1, Lq, Lk], or ALiBi's -slope[h] * |j - aligned(i)|.
+enum class BiasKind { none, tensor, alibi };
+
+// Storage type of q, k, v, bias, out and weights; arithmetic is always f32.
+enum class DType { f32, f16, bf16 };
+
+// Thrown for a spec that cannot be built; field() names the offending field.
+class SpecError : public std::invalid_argument {
+ public:
+  SpecError(std::string field, const std::string& message);
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct AttentionSpec {
+  PositionMask mask = PositionMask::none;
+  Alignment alignment = Alignment::top_left;
+  // Window only: query at aligned position p sees keys p - window_left .. p + window_right.
+  int window_left = 0;
+  int window_right = 0;
+  // Per-batch valid key lengths: keys j >= key_lengths[b] are masked.
+  bool key_padding = false;
+  BiasKind bias = BiasKind::none;
+  int heads = 1;
+  int kv_heads = 1;
+  int head_dim = 64;
+  DType dtype = DType::f32;
+  // Also write the normalized attention weights [B, H, Lq, Lk].
+  bool return_weights = false;
+
+  // Throws SpecError naming the first invalid field.
+  void validate() const;
+
+  int group_size() const { return heads / kv_heads; }
+
+  // Canonical string, e.g. "causal.gqa32x8.d128.f16"; parse(to_string()) == *this.
+  std::string to_string() const;
+
+  // Parses the canonical form only (one string per spec); throws SpecError.
+  static AttentionSpec parse(std::string_view text);
+
+  bool operator==(const AttentionSpec& other) const;
+  bool operator!=(const AttentionSpec& other) const { return !(*this == other); }
+};
+
+std::string_view to_string(PositionMask mask);
+std::string_view to_string(Alignment alignment);
+std::string_view to_string(BiasKind bias);
+std::string_view to_string(DType dtype);
+
+// Bytes per element of a storage type.
+int dtype_bytes(DType dtype);
+
+// The scale used when the caller gives none: 1 / sqrt(head_dim).
+float default_scale(int head_dim);
+
+// The grammar of the canonical string, for error messages and the CLI's help.
+extern const char* const kSpecGrammar;
+
+}  // namespace attnforge

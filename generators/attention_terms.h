@@ -1,0 +1,46 @@
+// Expressions every algorithm form shares: which keys a query sees, the biased
+// and scaled logit, the key/value head of a query head, storage-type casts.
+#pragma once
+
+#include <Halide.h>
+
+#include "attention_inputs.h"
+#include "attention_spec.h"
+
+namespace attnforge {
+
+class AttentionTerms {
+ public:
+  AttentionTerms(const AttentionSpec& spec, const AttentionInputs& inputs);
+
+  // Whether query i of batch b may see key j (positional mask and key padding).
+  Halide::Expr visible(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& b) const;
+
+  // scale * dot + bias (tensor or ALiBi), in f32, before masking.
+  Halide::Expr logit(const Halide::Expr& dot, const Halide::Expr& j, const Halide::Expr& i,
+                     const Halide::Expr& h, const Halide::Expr& b) const;
+
+  // logit where visible, kMaskedLogit elsewhere.
+  Halide::Expr masked_logit(const Halide::Expr& dot, const Halide::Expr& j, const Halide::Expr& i,
+                            const Halide::Expr& h, const Halide::Expr& b) const;
+
+  // True when a row's running maximum shows it saw at least one key.
+  static Halide::Expr row_has_keys(const Halide::Expr& row_max);
+
+  Halide::Expr kv_head(const Halide::Expr& h) const;
+  static Halide::Expr to_f32(const Halide::Expr& value);
+  Halide::Expr to_storage(const Halide::Expr& value) const;
+  Halide::Type storage_type() const;
+
+ private:
+  // Query i's position on the key axis: i, or i + (valid keys - Lq) bottom-right aligned.
+  Halide::Expr aligned_position(const Halide::Expr& i, const Halide::Expr& b) const;
+  Halide::Expr valid_keys(const Halide::Expr& b) const;
+
+  AttentionSpec spec_;
+  AttentionInputs inputs_;
+};
+
+Halide::Type storage_type_of(DType dtype);
+
+}  // namespace attnforge

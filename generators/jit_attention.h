@@ -1,0 +1,38 @@
+// Compiles the attention Generator in-process (JIT) for one spec, schedule and
+// target, and runs it with the same arguments an AOT kernel takes.
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "attention_spec.h"
+#include "kernel_arguments.h"
+
+namespace attnforge {
+
+// A Halide compile or run-time error, with Halide's message.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class JitAttention {
+ public:
+  // extra_params: further GeneratorParams (e.g. schedule) by name.
+  JitAttention(const AttentionSpec& spec, const Halide::Target& target,
+               const std::map<std::string, std::string>& extra_params = {});
+
+  // Runs the kernel; a Halide error (e.g. a shape mismatch) throws KernelError.
+  void run(KernelArguments& args) const;
+
+  const AttentionSpec& spec() const { return spec_; }
+
+ private:
+  AttentionSpec spec_;
+  Halide::Callable callable_;
+};
+
+}  // namespace attnforge

@@ -1,0 +1,31 @@
+// The tensors and scalars of one attention call, and the argv a compiled
+// kernel (JIT Callable or AOT *_argv function) takes them in. Needs only
+// Halide's runtime header, so callers without the compiler can use it.
+#pragma once
+
+#include <HalideRuntime.h>
+
+#include <vector>
+
+#include "attention_spec.h"
+
+namespace attnforge {
+
+struct KernelArguments {
+  halide_buffer_t* q = nullptr;  // every tensor is (d, position, head, batch) innermost first
+  halide_buffer_t* k = nullptr;
+  halide_buffer_t* v = nullptr;
+  halide_buffer_t* key_lengths = nullptr;   // key padding only: int32 [B]
+  halide_buffer_t* bias = nullptr;          // bias tensor only: (Lk, Lq, H, B); stride 0 broadcasts
+  halide_buffer_t* alibi_slopes = nullptr;  // ALiBi only: f32 [H]
+  float scale = 0.0f;
+  halide_buffer_t* out = nullptr;
+  halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
+};
+
+// Pointers in the kernel's argument order: buffers as halide_buffer_t*, the
+// scale by address. `args` must outlive the result. Throws SpecError when the
+// spec needs an argument that is null.
+std::vector<void*> kernel_argv(const AttentionSpec& spec, KernelArguments& args);
+
+}  // namespace attnforge

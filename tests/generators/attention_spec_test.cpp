@@ -1,0 +1,142 @@
+#include "generators/attention_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+namespace attnforge {
+namespace {
+
+// Every spec string here is canonical: parse then print gives it back.
+const char* const kCanonicalSpecs[] = {
+    "full.mha1.d64.f32",
+    "full.mha8.d64.f32",
+    "causal.gqa32x8.d128.f16",
+    "causal.br.mqa8.d64.bf16",
+    "window256_0.mha12.d64.f32",
+    "window16_16.br.kpad.alibi.gqa12x4.d32.f16.weights",
+    "full.kpad.mha2.d128.f32",
+    "full.bias.mha4.d32.bf16.weights",
+    "full.br.alibi.mha4.d64.f32",
+    "causal.kpad.bias.mqa16.d96.f16",
+    "window0_0.mha1.d1.f32",
+};
+
+class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CanonicalSpec, RoundTripsThroughItsString) {
+  AttentionSpec spec = AttentionSpec::parse(GetParam());
+  EXPECT_EQ(spec.to_string(), GetParam());
+  EXPECT_EQ(AttentionSpec::parse(spec.to_string()), spec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, CanonicalSpec, ::testing::ValuesIn(kCanonicalSpecs));
+
+TEST(AttentionSpec, ParsesEveryField) {
+  AttentionSpec spec = AttentionSpec::parse("window128_4.br.kpad.alibi.gqa12x4.d64.bf16.weights");
+  EXPECT_EQ(spec.mask, PositionMask::window);
+  EXPECT_EQ(spec.window_left, 128);
+  EXPECT_EQ(spec.window_right, 4);
+  EXPECT_EQ(spec.alignment, Alignment::bottom_right);
+  EXPECT_TRUE(spec.key_padding);
+  EXPECT_EQ(spec.bias, BiasKind::alibi);
+  EXPECT_EQ(spec.heads, 12);
+  EXPECT_EQ(spec.kv_heads, 4);
+  EXPECT_EQ(spec.group_size(), 3);
+  EXPECT_EQ(spec.head_dim, 64);
+  EXPECT_EQ(spec.dtype, DType::bf16);
+  EXPECT_TRUE(spec.return_weights);
+}
+
+TEST(AttentionSpec, EveryFieldChangesTheString) {
+  AttentionSpec base = AttentionSpec::parse("causal.mha8.d64.f32");
+  std::vector<AttentionSpec> variants(9, base);
+  variants[0].mask = PositionMask::none;
+  variants[1].alignment = Alignment::bottom_right;
+  variants[2].key_padding = true;
+  variants[3].bias = BiasKind::tensor;
+  variants[4].bias = BiasKind::alibi;
+  variants[5].kv_heads = 2;
+  variants[6].head_dim = 128;
+  variants[7].dtype = DType::f16;
+  variants[8].return_weights = true;
+  std::set<std::string> strings = {base.to_string()};
+  for (const AttentionSpec& v : variants) {
+    EXPECT_TRUE(strings.insert(v.to_string()).second) << v.to_string();
+    EXPECT_EQ(AttentionSpec::parse(v.to_string()), v);
+  }
+}
+
+struct BadSpec {
+  const char* text;
+  const char* field;
+};
+
+class InvalidSpecString : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(InvalidSpecString, NamesTheField) {
+  try {
+    AttentionSpec::parse(GetParam().text);
+    FAIL() << GetParam().text << " parsed";
+  } catch (const SpecError& error) {
+    EXPECT_EQ(error.field(), GetParam().field) << error.what();
+    EXPECT_NE(std::string(error.what()).find(GetParam().field), std::string::npos) << error.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strings, InvalidSpecString,
+    ::testing::Values(BadSpec{"", "mask"}, BadSpec{"diagonal.mha8.d64.f32", "mask"},
+                      BadSpec{"causal.gqa12x5.d64.f32", "kv_heads"},
+                      BadSpec{"causal.gqa4x8.d64.f32", "kv_heads"},
+                      BadSpec{"causal.mha0.d64.f32", "heads"},
+                      BadSpec{"causal.mha8.d0.f32", "head_dim"},
+                      BadSpec{"causal.mha8.d4096.f32", "head_dim"},
+                      BadSpec{"causal.mha8.64.f32", "head_dim"},
+                      BadSpec{"causal.mha8.d064.f32", "head_dim"},
+                      BadSpec{"causal.mha8.d64.f64", "dtype"},
+                      BadSpec{"causal.mha8.d64", "dtype"},
+                      BadSpec{"causal.mha8", "head_dim"},
+                      BadSpec{"window16.mha8.d64.f32", "window"},
+                      BadSpec{"window-1_0.mha8.d64.f32", "window_left"},
+                      BadSpec{"window4_x.mha8.d64.f32", "window_right"},
+                      BadSpec{"full.br.mha8.d64.f32", "alignment"},
+                      BadSpec{"causal.gqa8x8.d64.f32", "heads"},
+                      BadSpec{"causal.gqa8x1.d64.f32", "heads"},
+                      BadSpec{"causal.mha8.d64.f32.extra", "spec"},
+                      BadSpec{"causal.kpad.br.mha8.d64.f32", "heads"},
+                      BadSpec{"causal.mha99999.d64.f32", "heads"}));
+
+TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
+  AttentionSpec spec;
+  spec.mask = PositionMask::causal;
+  spec.window_left = 64;
+  try {
+    spec.validate();
+    FAIL();
+  } catch (const SpecError& error) {
+    EXPECT_EQ(error.field(), "window");
+    EXPECT_NE(std::string(error.what()).find("causal"), std::string::npos) << error.what();
+  }
+}
+
+TEST(AttentionSpec, ValidateChecksHeadsAndDim) {
+  AttentionSpec spec;
+  spec.heads = 12;
+  spec.kv_heads = 5;
+  EXPECT_THROW(spec.validate(), SpecError);
+  spec.kv_heads = 4;
+  EXPECT_NO_THROW(spec.validate());
+  spec.head_dim = 0;
+  EXPECT_THROW(spec.validate(), SpecError);
+  EXPECT_THROW(spec.to_string(), SpecError);
+}
+
+TEST(AttentionSpec, DefaultScaleIsInverseSqrtOfHeadDim) {
+  EXPECT_FLOAT_EQ(default_scale(64), 0.125f);
+  EXPECT_FLOAT_EQ(default_scale(128), 1.0f / std::sqrt(128.0f));
+}
+
+}  // namespace
+}  // namespace attnforge

@@ -1,0 +1,48 @@
+// The naive CUDA kernels compile and link here. Where a CUDA device exists
+// they must match the reference; where none does, a call must fail with an
+// error code (and Halide's message), never crash.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "attnforge_naive_cuda_table.h"
+#include "tests/support/attention_case.h"
+
+namespace attnforge {
+namespace {
+
+using testing::AttentionCase;
+
+std::string last_error;
+
+extern "C" void record_error(void*, const char* message) { last_error = message; }
+
+class NaiveCudaKernel : public ::testing::TestWithParam<attnforge_naive_cuda_entry> {};
+
+TEST_P(NaiveCudaKernel, RunsCorrectlyOrReportsNoDevice) {
+  halide_set_error_handler(record_error);
+  AttentionSpec spec = AttentionSpec::parse(GetParam().spec);
+  AttentionCase c(spec, {2, 7, 33});
+  std::vector<void*> argv = kernel_argv(spec, c.arguments());
+  last_error.clear();
+  int status = GetParam().argv_entry(argv.data());
+  if (status != 0) {
+    EXPECT_NE(last_error.find("CUDA"), std::string::npos) << last_error;
+    GTEST_SKIP() << "no CUDA device: " << last_error;
+  }
+  halide_copy_to_host(nullptr, c.arguments().out);
+  testing::Comparison result = c.compare();
+  EXPECT_TRUE(result.ok) << result.first_failure;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, NaiveCudaKernel, ::testing::ValuesIn(attnforge_naive_cuda_table),
+                         [](const auto& info) {
+                           std::string name = info.param.spec;
+                           for (char& c : name) {
+                             if (c == '.') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace attnforge

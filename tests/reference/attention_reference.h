@@ -1,0 +1,38 @@
+// Attention computed the plain way, in double, for every spec variant. It is
+// the independent reference every kernel is tested against: no Halide, no
+// shared code with the generators beyond the AttentionSpec struct.
+#pragma once
+
+#include <vector>
+
+#include "generators/attention_spec.h"
+
+namespace attnforge::reference {
+
+struct Problem {
+  AttentionSpec spec;
+  int batch = 1;
+  int q_len = 1;
+  int kv_len = 1;
+  double scale = 1.0;
+  std::vector<double> q;             // [B][H][Lq][D]
+  std::vector<double> k, v;          // [B][H_kv][Lk][D]
+  std::vector<int> key_lengths;      // [B], key padding only
+  std::vector<double> bias;          // [bias_batch][bias_heads][Lq][Lk], bias tensor only
+  int bias_batch = 1;                // 1 (broadcast) or B
+  int bias_heads = 1;                // 1 (broadcast) or H
+  std::vector<double> alibi_slopes;  // [H], ALiBi only
+};
+
+struct Result {
+  std::vector<double> out;      // [B][H][Lq][D]
+  std::vector<double> weights;  // [B][H][Lq][Lk]
+};
+
+// Keys a query cannot see, and keys whose biased logit is at or below this,
+// take no weight; a row left with no key outputs zeros.
+constexpr double kMaskedLogitLimit = -1e30;
+
+Result attention(const Problem& problem);
+
+}  // namespace attnforge::reference

@@ -1,0 +1,165 @@
+#include "attention_case.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+namespace attnforge::testing {
+
+namespace {
+
+HostTensor::Extents memory_order_for(Layout layout) {
+  // Logical dims are (d, position, head, batch).
+  return layout == Layout::bhld ? HostTensor::Extents{0, 1, 2, 3} : HostTensor::Extents{0, 2, 1, 3};
+}
+
+void fill_uniform(HostTensor& tensor, std::mt19937& rng, double magnitude) {
+  std::uniform_real_distribution<double> dist(-magnitude, magnitude);
+  auto e = tensor.extents();
+  for (int x3 = 0; x3 < e[3]; ++x3)
+    for (int x2 = 0; x2 < e[2]; ++x2)
+      for (int x1 = 0; x1 < e[1]; ++x1)
+        for (int x0 = 0; x0 < e[0]; ++x0) tensor.set({x0, x1, x2, x3}, dist(rng));
+}
+
+Comparison compare_values(const std::vector<double>& actual, const std::vector<double>& expected,
+                          Tolerance tol, const char* what) {
+  Comparison c;
+  if (actual.size() != expected.size()) {
+    c.ok = false;
+    c.first_failure = fmt::format("{}: {} values, expected {}", what, actual.size(),
+                                  expected.size());
+    return c;
+  }
+  for (size_t n = 0; n < actual.size(); ++n) {
+    double error = std::fabs(actual[n] - expected[n]);
+    if (!(error <= tol.atol + tol.rtol * std::fabs(expected[n]))) {  // NaN fails too
+      if (c.ok) {
+        c.first_failure = fmt::format("{}[{}] = {}, expected {}", what, n, actual[n], expected[n]);
+      }
+      c.ok = false;
+    }
+    if (!std::isnan(error)) c.max_error = std::max(c.max_error, error);
+  }
+  return c;
+}
+
+}  // namespace
+
+Tolerance tolerance_for(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return {1e-4, 1e-4};  // f32 accumulation over up to ~1000 keys
+    case DType::f16: return {1e-3, 1e-3};  // output rounded to f16 (2^-11 relative)
+    case DType::bf16: return {4e-3, 4e-3};  // output rounded to bf16 (2^-8 relative)
+  }
+  return {0, 0};
+}
+
+std::unique_ptr<HostTensor> AttentionCase::make_qkv(int heads, int len, Layout layout) {
+  return std::make_unique<HostTensor>(halide_type_of(spec_.dtype),
+                                      HostTensor::Extents{spec_.head_dim, len, heads, shape_.batch},
+                                      memory_order_for(layout));
+}
+
+AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options)
+    : spec_(spec), shape_(shape), options_(options) {
+  spec_.validate();
+  std::mt19937 rng(options.seed);
+  const int B = shape.batch, H = spec.heads, Lq = shape.q_len, Lk = shape.kv_len;
+
+  q_ = make_qkv(H, Lq, options.layout);
+  k_ = make_qkv(spec.kv_heads, Lk, options.layout);
+  v_ = make_qkv(spec.kv_heads, Lk, options.layout);
+  out_ = make_qkv(H, Lq, options.layout);
+  fill_uniform(*q_, rng, options.input_magnitude);
+  fill_uniform(*k_, rng, options.input_magnitude);
+  fill_uniform(*v_, rng, 1.0);
+
+  problem_.spec = spec;
+  problem_.batch = B;
+  problem_.q_len = Lq;
+  problem_.kv_len = Lk;
+  problem_.scale = default_scale(spec.head_dim);
+  problem_.q = q_->values();
+  problem_.k = k_->values();
+  problem_.v = v_->values();
+  args_.q = q_->raw();
+  args_.k = k_->raw();
+  args_.v = v_->raw();
+  args_.out = out_->raw();
+  args_.scale = static_cast<float>(problem_.scale);
+
+  if (spec.key_padding) {
+    std::vector<int> lengths = options.key_lengths;
+    if (lengths.empty()) {
+      std::uniform_int_distribution<int> dist(1, Lk);
+      for (int b = 0; b < B; ++b) lengths.push_back(b == 2 ? 0 : dist(rng));
+    }
+    if (static_cast<int>(lengths.size()) != B) throw std::invalid_argument("key_lengths size");
+    key_lengths_ = std::make_unique<HostTensor>(halide_type_t(halide_type_int, 32),
+                                                HostTensor::Extents{B, 1, 1, 1});
+    for (int b = 0; b < B; ++b) key_lengths_->set({b, 0, 0, 0}, lengths[b]);
+    problem_.key_lengths = lengths;
+    args_.key_lengths = key_lengths_->raw();
+    args_.key_lengths->dimensions = 1;
+  }
+  if (spec.bias == BiasKind::tensor) {
+    int bias_heads = options.broadcast_bias ? 1 : H;
+    int bias_batch = options.broadcast_bias ? 1 : B;
+    bias_ = std::make_unique<HostTensor>(halide_type_of(spec.dtype),
+                                         HostTensor::Extents{Lk, Lq, bias_heads, bias_batch});
+    fill_uniform(*bias_, rng, 2.0);
+    problem_.bias = bias_->values();
+    problem_.bias_heads = bias_heads;
+    problem_.bias_batch = bias_batch;
+    if (options.broadcast_bias) {
+      bias_->broadcast(2, H);
+      bias_->broadcast(3, B);
+    }
+    args_.bias = bias_->raw();
+  }
+  if (spec.bias == BiasKind::alibi) {
+    slopes_ = std::make_unique<HostTensor>(halide_type_t(halide_type_float, 32),
+                                           HostTensor::Extents{H, 1, 1, 1});
+    for (int h = 0; h < H; ++h) {
+      problem_.alibi_slopes.push_back(slopes_->set({h, 0, 0, 0}, std::exp2(-8.0 * (h + 1) / H)));
+    }
+    args_.alibi_slopes = slopes_->raw();
+    args_.alibi_slopes->dimensions = 1;
+  }
+  if (spec.return_weights) {
+    weights_ = std::make_unique<HostTensor>(halide_type_of(spec.dtype),
+                                            HostTensor::Extents{Lk, Lq, H, B});
+    args_.weights = weights_->raw();
+  }
+}
+
+void AttentionCase::set_bias(int b, int h, int i, int j, double value) {
+  if (!bias_ || options_.broadcast_bias) throw std::logic_error("set_bias needs a full bias");
+  double stored = bias_->set({j, i, h, b}, value);
+  problem_.bias[((static_cast<size_t>(b) * spec_.heads + h) * shape_.q_len + i) * shape_.kv_len +
+                j] = stored;
+}
+
+void AttentionCase::set_scale(double scale) {
+  args_.scale = static_cast<float>(scale);
+  problem_.scale = static_cast<double>(args_.scale);
+}
+
+Comparison AttentionCase::compare() const { return compare(tolerance_for(spec_.dtype)); }
+
+Comparison AttentionCase::compare(Tolerance tolerance) const {
+  reference::Result expected = reference::attention(problem_);
+  Comparison result = compare_values(out_->values(), expected.out, tolerance, "out");
+  if (weights_) {
+    Comparison w = compare_values(weights_->values(), expected.weights, tolerance, "weights");
+    result.max_error = std::max(result.max_error, w.max_error);
+    if (result.ok && !w.ok) result.first_failure = w.first_failure;
+    result.ok = result.ok && w.ok;
+  }
+  return result;
+}
+
+}  // namespace attnforge::testing

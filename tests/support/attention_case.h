@@ -1,0 +1,76 @@
+// One attention problem for tests: random inputs for a spec and shape in a
+// chosen memory layout, the kernel arguments that point at them, and a
+// comparison of the kernel's outputs with the double-precision reference.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generators/attention_spec.h"
+#include "generators/kernel_arguments.h"
+#include "host_tensor.h"
+#include "tests/reference/attention_reference.h"
+
+namespace attnforge::testing {
+
+// (B, H, L, D) contiguous, or (B, L, H, D) as a projection writes it.
+enum class Layout { bhld, blhd };
+
+struct CaseShape {
+  int batch = 1;
+  int q_len = 1;
+  int kv_len = 1;
+};
+
+struct CaseOptions {
+  Layout layout = Layout::bhld;
+  uint32_t seed = 1;
+  double input_magnitude = 1.0;   // q and k uniform in [-m, m]
+  bool broadcast_bias = false;    // bias given as [1, 1, Lq, Lk] with stride-0 B and H
+  std::vector<int> key_lengths;   // empty: random, with a zero length where B >= 3
+};
+
+// |actual - expected| <= atol + rtol * |expected|, per storage dtype.
+struct Tolerance {
+  double atol;
+  double rtol;
+};
+Tolerance tolerance_for(DType dtype);
+
+struct Comparison {
+  bool ok = true;
+  double max_error = 0.0;  // largest |actual - expected|
+  std::string first_failure;
+};
+
+class AttentionCase {
+ public:
+  AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options = {});
+
+  KernelArguments& arguments() { return args_; }
+  const reference::Problem& problem() const { return problem_; }
+
+  // Compares out (and weights when the spec returns them) with the reference.
+  Comparison compare() const;
+  Comparison compare(Tolerance tolerance) const;
+
+  // Uses `scale` instead of the default 1/sqrt(D).
+  void set_scale(double scale);
+
+  // Biases the logit of (b, h, i, j) by `value`; needs a per-element bias tensor.
+  void set_bias(int b, int h, int i, int j, double value);
+
+ private:
+  std::unique_ptr<HostTensor> make_qkv(int heads, int len, Layout layout);
+
+  AttentionSpec spec_;
+  CaseShape shape_;
+  CaseOptions options_;
+  reference::Problem problem_;
+  std::unique_ptr<HostTensor> q_, k_, v_, key_lengths_, bias_, slopes_, out_, weights_;
+  KernelArguments args_;
+};
+
+}  // namespace attnforge::testing
