@@ -8,7 +8,11 @@
 #include "attention_spec.h"
 #include "attention_terms.h"
 #include "materialized_form.h"
+#include "schedules/apply_x86.h"
+#include "schedules/attention_pipeline.h"
 #include "schedules/naive_schedule.h"
+#include "schedules/presets.h"
+#include "schedules/space.h"
 
 namespace attnforge {
 namespace {
@@ -75,23 +79,51 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (bias_) in.bias = *bias_;
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
 
-    if (std::string(schedule) != "naive") {
-      throw SpecError("schedule", "'" + std::string(schedule) + "' is unknown; expected naive");
+    const std::string choice = schedule;
+    if (choice == "naive") {
+      MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
+      define_outputs(funcs.output, funcs.weights);
+      funcs.output = *out_;
+      if (weights_) funcs.weights = *weights_;
+      set_estimates(spec_.head_dim);
+      schedules::apply_naive(funcs, vars_, get_target());
+      return;
     }
-    MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
-    (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = funcs.output(vars_.d, vars_.i, vars_.h, vars_.b);
-    if (weights_) {
-      (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) =
-          funcs.weights(vars_.j, vars_.i, vars_.h, vars_.b);
+    schedules::Schedule chosen = resolve_schedule(choice);
+    if (get_target().has_gpu_feature()) {
+      throw schedules::ScheduleError("target", "GPU targets take only the naive schedule so far");
     }
-    // The generator's outputs replace the forms' output Funcs as the stages to schedule.
-    funcs.output = *out_;
-    if (weights_) funcs.weights = *weights_;
+    schedules::validate(chosen, spec_, get_target());
+    schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen);
+    vars_ = pipeline.vars;
+    define_outputs(pipeline.output, pipeline.weights);
+    pipeline.output = *out_;
+    if (weights_) pipeline.weights = *weights_;
     set_estimates(spec_.head_dim);
-    schedules::apply_naive(funcs, vars_, get_target());
+    schedules::apply_x86(chosen, pipeline, spec_.head_dim);
   }
 
  private:
+  // The Generator's Outputs read the form's; the Outputs are then what gets
+  // scheduled as the pipeline's root stages.
+  void define_outputs(const Halide::Func& output, const Halide::Func& weights) {
+    (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = output(vars_.d, vars_.i, vars_.h, vars_.b);
+    if (weights_) {
+      (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) =
+          weights(vars_.j, vars_.i, vars_.h, vars_.b);
+    }
+  }
+
+  // "naive" is handled by the caller; otherwise a preset name or schedule JSON.
+  static schedules::Schedule resolve_schedule(const std::string& choice) {
+    if (!choice.empty() && choice.front() == '{') {
+      nlohmann::json json = nlohmann::json::parse(choice, nullptr, false);
+      if (json.is_discarded()) throw schedules::ScheduleError("schedule", "invalid JSON");
+      return schedules::Schedule::from_json(json);
+    }
+    return schedules::load_preset(choice);
+  }
+
   AttentionSpec resolve_spec() const {
     AttentionSpec fields;
     fields.mask = mask;

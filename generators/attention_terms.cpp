@@ -42,6 +42,21 @@ Expr AttentionTerms::visible(const Expr& j, const Expr& i, const Expr& b) const 
   return seen;
 }
 
+Expr AttentionTerms::key_range_begin(const Expr& first_query, const Expr& b) const {
+  if (spec_.mask != PositionMask::window) return 0;
+  return Halide::max(aligned_position(first_query, b) - spec_.window_left, 0);
+}
+
+Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const {
+  Expr end = valid_keys(b);
+  if (spec_.mask == PositionMask::causal) {
+    end = Halide::min(end, aligned_position(last_query, b) + 1);
+  } else if (spec_.mask == PositionMask::window) {
+    end = Halide::min(end, aligned_position(last_query, b) + spec_.window_right + 1);
+  }
+  return end;
+}
+
 Expr AttentionTerms::logit(const Expr& dot, const Expr& j, const Expr& i, const Expr& h,
                            const Expr& b) const {
   Expr value = dot * inputs_.scale;

@@ -24,6 +24,11 @@ class AttentionTerms {
   Halide::Expr masked_logit(const Halide::Expr& dot, const Halide::Expr& j, const Halide::Expr& i,
                             const Halide::Expr& h, const Halide::Expr& b) const;
 
+  // The keys [begin, end) that queries first..last of batch b can see at most:
+  // where a form may skip the rest. Only bounds: visible() still decides each key.
+  Halide::Expr key_range_begin(const Halide::Expr& first_query, const Halide::Expr& b) const;
+  Halide::Expr key_range_end(const Halide::Expr& last_query, const Halide::Expr& b) const;
+
   // True when a row's running maximum shows it saw at least one key.
   static Halide::Expr row_has_keys(const Halide::Expr& row_max);
 

@@ -34,4 +34,8 @@ void JitAttention::run(KernelArguments& args) const {
   }
 }
 
+void JitAttention::set_num_threads(int threads) {
+  Halide::Internal::JITSharedRuntime::set_num_threads(threads);
+}
+
 }  // namespace attnforge

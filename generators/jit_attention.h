@@ -30,6 +30,9 @@ class JitAttention {
 
   const AttentionSpec& spec() const { return spec_; }
 
+  // Threads of the JIT runtime's pool, shared by every JIT kernel (0: one per core).
+  static void set_num_threads(int threads);
+
  private:
   AttentionSpec spec_;
   Halide::Callable callable_;

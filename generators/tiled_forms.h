@@ -1,0 +1,66 @@
+// The fused and online forms of attention, per query tile. Tile sizes are
+// part of their structure (a query tile's scores, a key block's statistics),
+// so they take them as parameters; everything else is left to schedules/.
+//
+// Index names: i = it * query_tile + ii (query), j = kb * key_block + jj (key).
+#pragma once
+
+#include <Halide.h>
+
+#include "attention_inputs.h"
+#include "attention_spec.h"
+
+namespace attnforge {
+
+struct TileVars {
+  Halide::Var ii{"ii"}, it{"it"};  // query row within its tile, query tile
+  Halide::Var jj{"jj"}, kb{"kb"};  // key within its block, key block
+};
+
+struct TileShape {
+  int query_tile = 32;
+  int key_block = 64;
+  bool skip_masked_blocks = true;  // restrict key loops to blocks a tile can see
+};
+
+// Shared by both forms: a scaled, transposed copy of each query tile, and the
+// output read back from (d, ii, it) tile coordinates.
+struct QueryTileFuncs {
+  Halide::Func q_tile{"q_tile"};  // (ii, d, it, h, b) f32, q * scale, ii innermost
+};
+
+// fused: per query tile, one pass over all keys for the row max, then exp-sum and P.V.
+struct FusedFuncs : QueryTileFuncs {
+  Halide::Func scores{"scores"};    // (ii, j, it, h, b) q . k reduction
+  Halide::Func logits{"logits"};    // (ii, j, it, h, b) biased, masked
+  Halide::Func row_max{"row_max"};  // (ii, it, h, b)
+  Halide::Func probs{"probs"};      // (ii, j, it, h, b) exp(logit - row max)
+  Halide::Func row_sum{"row_sum"};  // (ii, it, h, b)
+  Halide::Func pv_sum{"pv_sum"};    // (d, ii, it, h, b) P.V reduction
+  Halide::Func pv{"pv"};            // (d, ii, it, h, b)
+  Halide::Func output{"output"};    // (d, i, h, b) storage dtype
+  Halide::RDom over_dim, over_keys;
+};
+
+// online: flash style. Per key block: block max, probabilities, block sum and
+// P.V; then one update of the running (acc, max, sum) state per block.
+struct OnlineFuncs : QueryTileFuncs {
+  Halide::Func scores{"scores"};          // (ii, jj, kb, it, h, b) q . k reduction
+  Halide::Func logits{"logits"};          // (ii, jj, kb, it, h, b) biased, masked
+  Halide::Func block_max{"block_max"};    // (ii, kb, it, h, b)
+  Halide::Func probs{"probs"};            // (ii, jj, kb, it, h, b)
+  Halide::Func block_sum{"block_sum"};    // (ii, kb, it, h, b)
+  Halide::Func pv_sum{"pv_sum"};          // (d, ii, kb, it, h, b) P.V reduction
+  Halide::Func block_pv{"block_pv"};      // (d, ii, kb, it, h, b)
+  Halide::Func state{"state"};            // (d, ii, it, h, b) Tuple(acc, max, sum)
+  Halide::Func output{"output"};          // (d, i, h, b) storage dtype
+  Halide::RDom over_dim, over_block, over_blocks;
+};
+
+FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
+                       const AttentionVars& v, const TileVars& t, const TileShape& shape);
+
+OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
+                         const AttentionVars& v, const TileVars& t, const TileShape& shape);
+
+}  // namespace attnforge

@@ -1,0 +1,14 @@
+// Turns one Schedule into Halide directives on an x86 CPU target.
+#pragma once
+
+#include <Halide.h>
+
+#include "attention_pipeline.h"
+#include "schedule.h"
+
+namespace attnforge::schedules {
+
+// The schedule must already have passed validate() for this spec and target.
+void apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim);
+
+}  // namespace attnforge::schedules

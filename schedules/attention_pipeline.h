@@ -1,0 +1,30 @@
+// The Funcs of the form a schedule names, built from one set of inputs.
+#pragma once
+
+#include <Halide.h>
+
+#include "generators/attention_inputs.h"
+#include "generators/materialized_form.h"
+#include "generators/tiled_forms.h"
+#include "schedule.h"
+
+namespace attnforge::schedules {
+
+struct AttentionPipeline {
+  Form form = Form::materialized;
+  MaterializedFuncs materialized;
+  FusedFuncs fused;
+  OnlineFuncs online;
+  AttentionVars vars;
+  TileVars tile_vars;
+  // The stages to schedule as outputs: the form's output (and weights), or
+  // the Generator's Outputs that wrap them.
+  Halide::Func output;
+  Halide::Func weights;
+};
+
+// Builds the form `schedule` names; its tile sizes shape the fused and online forms.
+AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
+                                 const Schedule& schedule);
+
+}  // namespace attnforge::schedules

@@ -1,0 +1,129 @@
+#include "schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace attnforge::schedules {
+
+namespace {
+
+template <typename Enum>
+struct EnumNames {
+  Enum value;
+  const char* name;
+};
+
+constexpr EnumNames<Form> kForms[] = {
+    {Form::materialized, "materialized"}, {Form::fused, "fused"}, {Form::online, "online"}};
+constexpr EnumNames<ParallelLoop> kLoops[] = {{ParallelLoop::batch, "batch"},
+                                              {ParallelLoop::heads, "heads"},
+                                              {ParallelLoop::query_tiles, "query_tiles"},
+                                              {ParallelLoop::kv_splits, "kv_splits"}};
+constexpr EnumNames<StoreLevel> kLevels[] = {{StoreLevel::tile, "tile"},
+                                             {StoreLevel::root, "root"}};
+
+template <typename Enum, size_t N>
+std::string name_of(const EnumNames<Enum> (&names)[N], Enum value) {
+  for (const auto& entry : names) {
+    if (entry.value == value) return entry.name;
+  }
+  return "?";
+}
+
+template <typename Enum, size_t N>
+Enum value_of(const EnumNames<Enum> (&names)[N], const nlohmann::json& json, const char* field) {
+  if (!json.is_string()) throw ScheduleError(field, fmt::format("{} is not a string", json.dump()));
+  std::string text = json.get<std::string>();
+  std::string expected;
+  for (const auto& entry : names) {
+    if (text == entry.name) return entry.value;
+    expected += expected.empty() ? entry.name : std::string(", ") + entry.name;
+  }
+  throw ScheduleError(field, fmt::format("'{}' is unknown; expected one of {}", text, expected));
+}
+
+int int_of(const nlohmann::json& json, const char* field) {
+  if (!json.is_number_integer()) {
+    throw ScheduleError(field, fmt::format("{} is not an integer", json.dump()));
+  }
+  auto value = json.get<int64_t>();
+  if (value < 0 || value > 1 << 20) {
+    throw ScheduleError(field, fmt::format("{} is out of range", value));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+ScheduleError::ScheduleError(std::string field, const std::string& message)
+    : std::invalid_argument(fmt::format("schedule: {}: {}", field, message)),
+      field_(std::move(field)) {}
+
+std::string to_string(Form form) { return name_of(kForms, form); }
+std::string to_string(ParallelLoop loop) { return name_of(kLoops, loop); }
+std::string to_string(StoreLevel level) { return name_of(kLevels, level); }
+
+nlohmann::json Schedule::to_json() const {
+  nlohmann::json loops = nlohmann::json::array();
+  for (ParallelLoop loop : parallel) loops.push_back(to_string(loop));
+  return {{"form", to_string(form)},
+          {"query_tile", query_tile},
+          {"key_block", key_block},
+          {"vector_width", vector_width},
+          {"unroll", unroll},
+          {"register_rows", register_rows},
+          {"register_vectors", register_vectors},
+          {"parallel", loops},
+          {"kv_splits", kv_splits},
+          {"intermediates", to_string(intermediates)},
+          {"skip_masked_blocks", skip_masked_blocks}};
+}
+
+Schedule Schedule::from_json(const nlohmann::json& json) {
+  if (!json.is_object()) throw ScheduleError("schedule", "expected a JSON object");
+  Schedule s;
+  for (const auto& [key, value] : json.items()) {
+    if (key == "form") {
+      s.form = value_of(kForms, value, "form");
+    } else if (key == "query_tile") {
+      s.query_tile = int_of(value, "query_tile");
+    } else if (key == "key_block") {
+      s.key_block = int_of(value, "key_block");
+    } else if (key == "vector_width") {
+      s.vector_width = int_of(value, "vector_width");
+    } else if (key == "unroll") {
+      s.unroll = int_of(value, "unroll");
+    } else if (key == "register_rows") {
+      s.register_rows = int_of(value, "register_rows");
+    } else if (key == "register_vectors") {
+      s.register_vectors = int_of(value, "register_vectors");
+    } else if (key == "kv_splits") {
+      s.kv_splits = int_of(value, "kv_splits");
+    } else if (key == "intermediates") {
+      s.intermediates = value_of(kLevels, value, "intermediates");
+    } else if (key == "skip_masked_blocks") {
+      if (!value.is_boolean()) throw ScheduleError(key, value.dump() + " is not a boolean");
+      s.skip_masked_blocks = value.get<bool>();
+    } else if (key == "parallel") {
+      if (!value.is_array()) throw ScheduleError(key, value.dump() + " is not an array");
+      s.parallel.clear();
+      std::set<ParallelLoop> seen;
+      for (const auto& loop : value) {
+        ParallelLoop parsed = value_of(kLoops, loop, "parallel");
+        if (!seen.insert(parsed).second) {
+          throw ScheduleError("parallel", "'" + to_string(parsed) + "' is listed twice");
+        }
+        s.parallel.push_back(parsed);
+      }
+    } else {
+      throw ScheduleError(key, "is not a schedule field");
+    }
+  }
+  return s;
+}
+
+bool Schedule::operator==(const Schedule& o) const { return to_json() == o.to_json(); }
+
+}  // namespace attnforge::schedules

@@ -1,0 +1,62 @@
+// A schedule as data: which algorithm form runs and how its loops are tiled,
+// vectorized and parallelized. It has a JSON form that round-trips; space.h
+// says which values are legal for a spec and target, apply.h turns one into
+// Halide directives.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnforge::schedules {
+
+// materialized: scores, row max, exp-sum and output over the whole Lq x Lk matrix.
+// fused: per query tile, a pass over keys for the row max, then exp-sum and P.V.
+// online: per query tile, flash style: running max, sum and rescaled accumulator per key block.
+enum class Form { materialized, fused, online };
+
+// Loops that may run in parallel (outermost first when several are fused).
+enum class ParallelLoop { batch, heads, query_tiles, kv_splits };
+
+// Where a form's per-tile intermediates live.
+enum class StoreLevel { tile, root };
+
+// Thrown for a schedule that cannot be applied; field() names the knob.
+class ScheduleError : public std::invalid_argument {
+ public:
+  ScheduleError(std::string field, const std::string& message);
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+struct Schedule {
+  Form form = Form::online;
+  int query_tile = 32;      // query rows per tile
+  int key_block = 64;       // keys per block (online), or per chunk (fused)
+  int vector_width = 8;     // f32 lanes; 8 on AVX2, 8 or 16 on AVX-512
+  int unroll = 1;           // extra unrolling of the key loop
+  int register_rows = 4;    // register tile of the matrix products: vectors x rows
+  int register_vectors = 2;
+  std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
+                                        ParallelLoop::query_tiles};
+  int kv_splits = 1;        // split keys this many ways (short Lq), merged after
+  StoreLevel intermediates = StoreLevel::tile;
+  bool skip_masked_blocks = true;  // skip key blocks a whole query tile cannot see
+
+  nlohmann::json to_json() const;
+  // Throws ScheduleError naming the first unknown or ill-typed field.
+  static Schedule from_json(const nlohmann::json& json);
+
+  bool operator==(const Schedule& other) const;
+  bool operator!=(const Schedule& other) const { return !(*this == other); }
+};
+
+std::string to_string(Form form);
+std::string to_string(ParallelLoop loop);
+std::string to_string(StoreLevel level);
+
+}  // namespace attnforge::schedules

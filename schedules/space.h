@@ -1,0 +1,51 @@
+// The x86 schedule space: which value of each knob is legal for a spec and
+// target, a check that rejects a schedule that does not fit before anything
+// compiles, and enumeration and sampling of the legal schedules.
+#pragma once
+
+#include <Halide.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "generators/attention_spec.h"
+#include "schedule.h"
+
+namespace attnforge::schedules {
+
+// Throws ScheduleError naming the knob that does not fit the spec or target.
+void validate(const Schedule& schedule, const AttentionSpec& spec, const Halide::Target& target);
+
+struct Knob {
+  std::string name;
+  std::vector<int> values;
+};
+
+class ScheduleSpace {
+ public:
+  ScheduleSpace(const AttentionSpec& spec, const Halide::Target& target);
+
+  const std::vector<Form>& forms() const { return forms_; }
+  // Candidate values per integer knob (before cross-knob constraints).
+  const std::vector<Knob>& knobs() const { return knobs_; }
+
+  // Every legal schedule (one per combination; materialized takes one of each width).
+  std::vector<Schedule> enumerate() const;
+  // A uniformly drawn legal schedule.
+  Schedule sample(std::mt19937& rng) const;
+
+ private:
+  bool legal(const Schedule& schedule) const;
+
+  AttentionSpec spec_;
+  Halide::Target target_;
+  std::vector<Form> forms_;
+  std::vector<Knob> knobs_;
+  std::vector<std::vector<ParallelLoop>> parallel_choices_;
+};
+
+// Widest f32 vector the target has: 16 with AVX-512, 8 with AVX, else 4.
+int native_vector_width(const Halide::Target& target);
+
+}  // namespace attnforge::schedules
