@@ -1,0 +1,166 @@
+// Schedules as data: the JSON form round-trips, presets load, and every
+// schedule that does not fit its spec or target is rejected by name.
+#include "schedules/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "schedules/presets.h"
+#include "schedules/space.h"
+
+namespace attnforge::schedules {
+namespace {
+
+const Halide::Target kAvx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
+const Halide::Target kAvx512("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41");
+
+TEST(Schedule, JsonRoundTrips) {
+  Schedule s;
+  s.form = Form::fused;
+  s.query_tile = 48;
+  s.key_block = 96;
+  s.vector_width = 16;
+  s.unroll = 2;
+  s.register_rows = 3;
+  s.register_vectors = 1;
+  s.parallel = {ParallelLoop::heads, ParallelLoop::batch};
+  s.intermediates = StoreLevel::root;
+  s.skip_masked_blocks = false;
+  EXPECT_EQ(Schedule::from_json(s.to_json()), s);
+  EXPECT_EQ(Schedule::from_json(nlohmann::json::parse(s.to_json().dump())), s);
+  EXPECT_NE(Schedule::from_json(s.to_json()), Schedule{});
+}
+
+TEST(Schedule, MissingFieldsTakeDefaults) {
+  EXPECT_EQ(Schedule::from_json(nlohmann::json::object()), Schedule{});
+}
+
+struct BadJson {
+  const char* json;
+  const char* field;
+};
+
+class InvalidScheduleJson : public ::testing::TestWithParam<BadJson> {};
+
+TEST_P(InvalidScheduleJson, NamesTheField) {
+  try {
+    Schedule::from_json(nlohmann::json::parse(GetParam().json));
+    FAIL() << GetParam().json;
+  } catch (const ScheduleError& error) {
+    EXPECT_EQ(error.field(), GetParam().field) << error.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Json, InvalidScheduleJson,
+    ::testing::Values(BadJson{R"([1, 2])", "schedule"}, BadJson{R"({"form": "flash"})", "form"},
+                      BadJson{R"({"form": 3})", "form"},
+                      BadJson{R"({"query_tile": "big"})", "query_tile"},
+                      BadJson{R"({"query_tile": -4})", "query_tile"},
+                      BadJson{R"({"key_block": 1.5})", "key_block"},
+                      BadJson{R"({"parallel": ["heads", "heads"]})", "parallel"},
+                      BadJson{R"({"parallel": ["rows"]})", "parallel"},
+                      BadJson{R"({"skip_masked_blocks": 1})", "skip_masked_blocks"},
+                      BadJson{R"({"intermediates": "register"})", "intermediates"},
+                      BadJson{R"({"tile": 4})", "tile"}));
+
+TEST(Presets, OnePerFormAndTargetClassAllValid) {
+  std::vector<std::string> names = preset_names();
+  for (const char* form : {"online", "fused", "materialized"}) {
+    for (const char* target : {"avx2", "avx512"}) {
+      std::string name = std::string(form) + "_" + target;
+      ASSERT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+      Schedule preset = load_preset(name);
+      EXPECT_EQ(to_string(preset.form), form);
+      AttentionSpec spec = AttentionSpec::parse("causal.mha8.d64.f32");
+      EXPECT_NO_THROW(validate(preset, spec, std::string(target) == "avx2" ? kAvx2 : kAvx512));
+    }
+  }
+}
+
+TEST(Presets, UnknownNameListsTheKnownOnes) {
+  try {
+    load_preset("fastest");
+    FAIL();
+  } catch (const ScheduleError& error) {
+    EXPECT_EQ(error.field(), "preset");
+    EXPECT_NE(std::string(error.what()).find("online_avx2"), std::string::npos);
+  }
+}
+
+struct Misfit {
+  const char* name;
+  std::function<void(Schedule&)> change;
+  const char* spec;
+  const char* field;
+};
+
+TEST(Validate, RejectsWhatDoesNotFitBeforeCompiling) {
+  const Misfit misfits[] = {
+      {"avx512 width on avx2", [](Schedule& s) { s.vector_width = 16; }, "full.mha8.d64.f32",
+       "vector_width"},
+      {"odd width", [](Schedule& s) { s.vector_width = 6; }, "full.mha8.d64.f32", "vector_width"},
+      {"tile too large", [](Schedule& s) { s.query_tile = 512; }, "full.mha8.d64.f32",
+       "query_tile"},
+      {"tile not a multiple", [](Schedule& s) { s.query_tile = 40; }, "full.mha8.d64.f32",
+       "query_tile"},
+      {"key block too small", [](Schedule& s) { s.key_block = 4; }, "full.mha8.d64.f32",
+       "key_block"},
+      {"too many accumulators",
+       [](Schedule& s) {
+         s.register_vectors = 3;
+         s.register_rows = 8;
+         s.query_tile = 48;
+       },
+       "full.mha8.d64.f32", "register_rows"},
+      {"head dim not a vector multiple", [](Schedule& s) { (void)s; }, "full.mha8.d36.f32",
+       "vector_width"},
+      {"weights from online", [](Schedule& s) { (void)s; }, "full.mha8.d64.f32.weights", "form"},
+      {"kv splits", [](Schedule& s) { s.kv_splits = 4; }, "full.mha8.d64.f32", "kv_splits"},
+      {"unroll", [](Schedule& s) { s.unroll = 3; }, "full.mha8.d64.f32", "unroll"},
+  };
+  for (const Misfit& m : misfits) {
+    Schedule s = load_preset("online_avx2");
+    m.change(s);
+    try {
+      validate(s, AttentionSpec::parse(m.spec), kAvx2);
+      ADD_FAILURE() << m.name << " was accepted";
+    } catch (const ScheduleError& error) {
+      EXPECT_EQ(error.field(), m.field) << m.name << ": " << error.what();
+    }
+  }
+  EXPECT_THROW(validate(load_preset("online_avx2"), AttentionSpec::parse("full.mha8.d64.f32"),
+                        Halide::Target("arm-64-linux")),
+               ScheduleError);
+}
+
+TEST(Space, EnumeratesOnlyLegalSchedulesOfEveryForm) {
+  AttentionSpec spec = AttentionSpec::parse("causal.mha8.d64.f32");
+  ScheduleSpace space(spec, kAvx2);
+  std::vector<Schedule> all = space.enumerate();
+  ASSERT_GT(all.size(), 100u);
+  std::set<Form> forms;
+  for (const Schedule& s : all) {
+    EXPECT_NO_THROW(validate(s, spec, kAvx2)) << s.to_json().dump();
+    EXPECT_LE(s.vector_width, 8);
+    forms.insert(s.form);
+  }
+  EXPECT_EQ(forms.size(), 3u);
+  EXPECT_EQ(ScheduleSpace(AttentionSpec::parse("causal.mha8.d64.f32.weights"), kAvx2).forms(),
+            std::vector<Form>{Form::materialized});
+}
+
+TEST(Space, SamplingIsDeterministicPerSeedAndUsesWideVectorsOnAvx512) {
+  AttentionSpec spec = AttentionSpec::parse("full.mha8.d64.f32");
+  ScheduleSpace space(spec, kAvx512);
+  std::mt19937 a(5), b(5);
+  bool wide = false;
+  for (int n = 0; n < 50; ++n) {
+    Schedule s = space.sample(a);
+    EXPECT_EQ(s, space.sample(b));
+    wide = wide || s.vector_width == 16;
+  }
+  EXPECT_TRUE(wide);
+}
+
+}  // namespace
+}  // namespace attnforge::schedules
