@@ -109,8 +109,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   void define_outputs(const Halide::Func& output, const Halide::Func& weights) {
     (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = output(vars_.d, vars_.i, vars_.h, vars_.b);
     if (weights_) {
-      (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) =
-          weights(vars_.j, vars_.i, vars_.h, vars_.b);
+      (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) = weights(vars_.j, vars_.i, vars_.h, vars_.b);
     }
   }
 
@@ -169,7 +168,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
   }
 
-  // Sizes the autoschedulers plan for (outputs must be defined first): one batch of 2048-long sequences.
+  // Sizes the autoschedulers plan for (outputs must be defined first): one batch of 2048-long
+  // sequences.
   void set_estimates(int d) {
     constexpr int kLen = 2048;
     q_->set_estimates({{0, d}, {0, kLen}, {0, spec_.heads}, {0, 1}});

@@ -20,10 +20,10 @@ struct AttentionInputs {
   // (d, position, head, batch) in storage dtype; k and v are indexed by key/value head.
   Halide::Func q, k, v;
   Halide::Expr q_len, kv_len;
-  Halide::Expr scale;           // f32
-  Halide::Func key_lengths;     // (b) int32; defined only with key padding
-  Halide::Func bias;            // (j, i, h, b) storage dtype; defined only with a bias tensor
-  Halide::Func alibi_slopes;    // (h) f32; defined only with ALiBi
+  Halide::Expr scale;         // f32
+  Halide::Func key_lengths;   // (b) int32; defined only with key padding
+  Halide::Func bias;          // (j, i, h, b) storage dtype; defined only with a bias tensor
+  Halide::Func alibi_slopes;  // (h) f32; defined only with ALiBi
 };
 
 // The logit given to a key a query may not see. Finite, so that subtracting two

@@ -115,9 +115,12 @@ SpecError::SpecError(std::string field, const std::string& message)
 
 std::string_view to_string(PositionMask mask) {
   switch (mask) {
-    case PositionMask::none: return "none";
-    case PositionMask::causal: return "causal";
-    case PositionMask::window: return "window";
+    case PositionMask::none:
+      return "none";
+    case PositionMask::causal:
+      return "causal";
+    case PositionMask::window:
+      return "window";
   }
   return "?";
 }
@@ -128,33 +131,43 @@ std::string_view to_string(Alignment alignment) {
 
 std::string_view to_string(BiasKind bias) {
   switch (bias) {
-    case BiasKind::none: return "none";
-    case BiasKind::tensor: return "tensor";
-    case BiasKind::alibi: return "alibi";
+    case BiasKind::none:
+      return "none";
+    case BiasKind::tensor:
+      return "tensor";
+    case BiasKind::alibi:
+      return "alibi";
   }
   return "?";
 }
 
 std::string_view to_string(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
 
-int dtype_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+int dtype_bytes(DType dtype) {
+  return dtype == DType::f32 ? 4 : 2;
+}
 
-float default_scale(int head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+float default_scale(int head_dim) {
+  return 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 void AttentionSpec::validate() const {
   if (heads < 1 || heads > kMaxHeads) {
     throw SpecError("heads", fmt::format("{} query heads; expected 1..{}", heads, kMaxHeads));
   }
   if (kv_heads < 1 || kv_heads > heads) {
-    throw SpecError("kv_heads", fmt::format("{} key/value heads; expected 1..heads ({})", kv_heads,
-                                            heads));
+    throw SpecError("kv_heads",
+                    fmt::format("{} key/value heads; expected 1..heads ({})", kv_heads, heads));
   }
   if (heads % kv_heads != 0) {
     throw SpecError("kv_heads", fmt::format("{} query heads are not divisible by {} key/value "
@@ -166,8 +179,8 @@ void AttentionSpec::validate() const {
   }
   if (mask == PositionMask::window) {
     if (window_left < 0 || window_right < 0) {
-      throw SpecError("window", fmt::format("sizes ({}, {}) must be non-negative", window_left,
-                                            window_right));
+      throw SpecError(
+          "window", fmt::format("sizes ({}, {}) must be non-negative", window_left, window_right));
     }
   } else if (window_left != 0 || window_right != 0) {
     throw SpecError("window", fmt::format("sizes ({}, {}) given on a spec whose mask is '{}'; "
@@ -184,9 +197,15 @@ std::string AttentionSpec::to_string() const {
   validate();
   std::string text;
   switch (mask) {
-    case PositionMask::none: text = "full"; break;
-    case PositionMask::causal: text = "causal"; break;
-    case PositionMask::window: text = fmt::format("window{}_{}", window_left, window_right); break;
+    case PositionMask::none:
+      text = "full";
+      break;
+    case PositionMask::causal:
+      text = "causal";
+      break;
+    case PositionMask::window:
+      text = fmt::format("window{}_{}", window_left, window_right);
+      break;
   }
   if (alignment == Alignment::bottom_right) text += ".br";
   if (key_padding) text += ".kpad";
@@ -210,8 +229,8 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   };
   auto take = [&](const char* field) -> std::string_view {
     if (next >= tokens.size()) {
-      throw SpecError(field, fmt::format("'{}' ends before the {}; grammar: {}", text, field,
-                                         kSpecGrammar));
+      throw SpecError(
+          field, fmt::format("'{}' ends before the {}; grammar: {}", text, field, kSpecGrammar));
     }
     return tokens[next++];
   };
@@ -238,8 +257,8 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   }
   spec.validate();
   if (spec.to_string() != text) {
-    throw SpecError("heads", fmt::format("'{}' is not canonical; write '{}'", text,
-                                         spec.to_string()));
+    throw SpecError("heads",
+                    fmt::format("'{}' is not canonical; write '{}'", text, spec.to_string()));
   }
   return spec;
 }
@@ -247,8 +266,8 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
 bool AttentionSpec::operator==(const AttentionSpec& o) const {
   return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
          window_right == o.window_right && key_padding == o.key_padding && bias == o.bias &&
-         heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim &&
-         dtype == o.dtype && return_weights == o.return_weights;
+         heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim && dtype == o.dtype &&
+         return_weights == o.return_weights;
 }
 
 }  // namespace attnforge

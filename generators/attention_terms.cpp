@@ -8,9 +8,12 @@ using Halide::Expr;
 
 Halide::Type storage_type_of(DType dtype) {
   switch (dtype) {
-    case DType::f32: return Halide::Float(32);
-    case DType::f16: return Halide::Float(16);
-    case DType::bf16: return Halide::BFloat(16);
+    case DType::f32:
+      return Halide::Float(32);
+    case DType::f16:
+      return Halide::Float(16);
+    case DType::bf16:
+      return Halide::BFloat(16);
   }
   return Halide::Float(32);
 }
@@ -75,19 +78,25 @@ Expr AttentionTerms::masked_logit(const Expr& dot, const Expr& j, const Expr& i,
   return Halide::select(visible(j, i, b), logit(dot, j, i, h, b), kMaskedLogit);
 }
 
-Expr AttentionTerms::row_has_keys(const Expr& row_max) { return row_max > kMaskedLogit; }
+Expr AttentionTerms::row_has_keys(const Expr& row_max) {
+  return row_max > kMaskedLogit;
+}
 
 Expr AttentionTerms::kv_head(const Expr& h) const {
   if (spec_.group_size() == 1) return h;
   return h / spec_.group_size();
 }
 
-Expr AttentionTerms::to_f32(const Expr& value) { return Halide::cast<float>(value); }
+Expr AttentionTerms::to_f32(const Expr& value) {
+  return Halide::cast<float>(value);
+}
 
 Expr AttentionTerms::to_storage(const Expr& value) const {
   return Halide::cast(storage_type(), value);
 }
 
-Halide::Type AttentionTerms::storage_type() const { return storage_type_of(spec_.dtype); }
+Halide::Type AttentionTerms::storage_type() const {
+  return storage_type_of(spec_.dtype);
+}
 
 }  // namespace attnforge

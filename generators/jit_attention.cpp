@@ -6,8 +6,8 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
                            const std::map<std::string, std::string>& extra_params)
     : spec_(spec) {
   try {
-    auto generator = Halide::Internal::GeneratorRegistry::create(
-        "attention", Halide::GeneratorContext(target));
+    auto generator =
+        Halide::Internal::GeneratorRegistry::create("attention", Halide::GeneratorContext(target));
     generator->set_generatorparam_value("spec", spec.to_string());
     for (const auto& [name, value] : extra_params) generator->set_generatorparam_value(name, value);
     callable_ = generator->compile_to_callable();

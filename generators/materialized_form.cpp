@@ -15,12 +15,11 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
   const Halide::Expr kvh = terms.kv_head(v.h);
 
   f.scores(v.j, v.i, v.h, v.b) = 0.0f;
-  f.scores(v.j, v.i, v.h, v.b) +=
-      AttentionTerms::to_f32(in.q(rd, v.i, v.h, v.b)) *
-      AttentionTerms::to_f32(in.k(rd, v.j, kvh, v.b));
+  f.scores(v.j, v.i, v.h, v.b) += AttentionTerms::to_f32(in.q(rd, v.i, v.h, v.b)) *
+                                  AttentionTerms::to_f32(in.k(rd, v.j, kvh, v.b));
 
-  f.logits(v.j, v.i, v.h, v.b) = terms.masked_logit(f.scores(v.j, v.i, v.h, v.b), v.j, v.i, v.h,
-                                                    v.b);
+  f.logits(v.j, v.i, v.h, v.b) =
+      terms.masked_logit(f.scores(v.j, v.i, v.h, v.b), v.j, v.i, v.h, v.b);
 
   f.row_max(v.i, v.h, v.b) = kMaskedLogit;
   f.row_max(v.i, v.h, v.b) = Halide::max(f.row_max(v.i, v.h, v.b), f.logits(rk, v.i, v.h, v.b));

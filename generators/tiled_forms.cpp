@@ -19,7 +19,9 @@ void define_query_tile(QueryTileFuncs& f, const AttentionInputs& in, const Atten
 }
 
 // Keys past Lk (a partial last block) read the last key and are masked.
-Expr clamped_key(const Expr& j, const AttentionInputs& in) { return Halide::min(j, in.kv_len - 1); }
+Expr clamped_key(const Expr& j, const AttentionInputs& in) {
+  return Halide::min(j, in.kv_len - 1);
+}
 
 // The masked logit of query i and key j, both possibly past their tensors'
 // ends (a partial tile or block): read at clamped positions, masked past Lk.
@@ -53,8 +55,9 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   const Halide::RVar rd = f.over_dim.x, rk = f.over_keys.x;
 
   f.scores(t.ii, v.j, t.it, v.h, v.b) = 0.0f;
-  f.scores(t.ii, v.j, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) *
-                                         AttentionTerms::to_f32(in.k(rd, clamped_key(v.j, in), kvh, v.b));
+  f.scores(t.ii, v.j, t.it, v.h, v.b) +=
+      f.q_tile(t.ii, rd, t.it, v.h, v.b) *
+      AttentionTerms::to_f32(in.k(rd, clamped_key(v.j, in), kvh, v.b));
   f.logits(t.ii, v.j, t.it, v.h, v.b) =
       tile_logit(terms, in, f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, i, v.h, v.b, true);
   f.row_max(t.ii, t.it, v.h, v.b) = kMaskedLogit;
@@ -71,9 +74,9 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
 
   Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
   Expr row_max = f.row_max(ii, it, v.h, v.b);
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(Halide::select(
-      AttentionTerms::row_has_keys(row_max),
-      f.pv(v.d, ii, it, v.h, v.b) / f.row_sum(ii, it, v.h, v.b), 0.0f));
+  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
+      Halide::select(AttentionTerms::row_has_keys(row_max),
+                     f.pv(v.d, ii, it, v.h, v.b) / f.row_sum(ii, it, v.h, v.b), 0.0f));
   return f;
 }
 
@@ -109,16 +112,17 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) =
       tile_logit(terms, in, f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, i, v.h, v.b, true);
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
-  f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(
-      f.block_max(t.ii, t.kb, t.it, v.h, v.b), f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));
+  f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
+                                                        f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));
   f.probs(t.ii, t.jj, t.kb, t.it, v.h, v.b) = Halide::exp(
       f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) - f.block_max(t.ii, t.kb, t.it, v.h, v.b));
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
   const Expr block_key = clamped_key(t.kb * KB + rj, in);
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
-  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
-                                                AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
+  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
+      f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
+      AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
 
   // Running state; max and sum are repeated in every head-dim lane so the
@@ -140,9 +144,9 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
 
   Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
   Halide::FuncRef final_state = f.state(v.d, ii, it, v.h, v.b);
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
-      Halide::select(AttentionTerms::row_has_keys(Expr(final_state[1])),
-                     Expr(final_state[0]) / Expr(final_state[2]), 0.0f));
+  f.output(v.d, v.i, v.h, v.b) =
+      terms.to_storage(Halide::select(AttentionTerms::row_has_keys(Expr(final_state[1])),
+                                      Expr(final_state[0]) / Expr(final_state[2]), 0.0f));
   return f;
 }
 

@@ -45,15 +45,15 @@ struct FusedFuncs : QueryTileFuncs {
 // online: flash style. Per key block: block max, probabilities, block sum and
 // P.V; then one update of the running (acc, max, sum) state per block.
 struct OnlineFuncs : QueryTileFuncs {
-  Halide::Func scores{"scores"};          // (ii, jj, kb, it, h, b) q . k reduction
-  Halide::Func logits{"logits"};          // (ii, jj, kb, it, h, b) biased, masked
-  Halide::Func block_max{"block_max"};    // (ii, kb, it, h, b)
-  Halide::Func probs{"probs"};            // (ii, jj, kb, it, h, b)
-  Halide::Func block_sum{"block_sum"};    // (ii, kb, it, h, b)
-  Halide::Func pv_sum{"pv_sum"};          // (d, ii, kb, it, h, b) P.V reduction
-  Halide::Func block_pv{"block_pv"};      // (d, ii, kb, it, h, b)
-  Halide::Func state{"state"};            // (d, ii, it, h, b) Tuple(acc, max, sum)
-  Halide::Func output{"output"};          // (d, i, h, b) storage dtype
+  Halide::Func scores{"scores"};        // (ii, jj, kb, it, h, b) q . k reduction
+  Halide::Func logits{"logits"};        // (ii, jj, kb, it, h, b) biased, masked
+  Halide::Func block_max{"block_max"};  // (ii, kb, it, h, b)
+  Halide::Func probs{"probs"};          // (ii, jj, kb, it, h, b)
+  Halide::Func block_sum{"block_sum"};  // (ii, kb, it, h, b)
+  Halide::Func pv_sum{"pv_sum"};        // (d, ii, kb, it, h, b) P.V reduction
+  Halide::Func block_pv{"block_pv"};    // (d, ii, kb, it, h, b)
+  Halide::Func state{"state"};          // (d, ii, it, h, b) Tuple(acc, max, sum)
+  Halide::Func output{"output"};        // (d, i, h, b) storage dtype
   Halide::RDom over_dim, over_block, over_blocks;
 };
 

@@ -59,11 +59,7 @@ void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y,
       .vectorize(xi, s.vector_width)
       .unroll(yi);
   product.compute_at(consumer, xo).vectorize(x, s.vector_width).unroll(x).unroll(y);
-  product.update()
-      .reorder(x, y, r)
-      .vectorize(x, s.vector_width)
-      .unroll(x)
-      .unroll(y);
+  product.update().reorder(x, y, r).vectorize(x, s.vector_width).unroll(x).unroll(y);
 }
 
 void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
@@ -132,12 +128,16 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p) {
   const int VW = s.vector_width;
   auto stage = [&](Func func, Var inner, bool reduction) {
     Var hb("hb");
-    func.compute_root().fuse(v.h, v.b, hb).parallel(hb).vectorize(inner, VW,
-                                                                  TailStrategy::GuardWithIf);
+    func.compute_root()
+        .fuse(v.h, v.b, hb)
+        .parallel(hb)
+        .vectorize(inner, VW, TailStrategy::GuardWithIf);
     if (reduction) {
       Var hbu("hbu");
-      func.update().fuse(v.h, v.b, hbu).parallel(hbu).vectorize(inner, VW,
-                                                                  TailStrategy::GuardWithIf);
+      func.update()
+          .fuse(v.h, v.b, hbu)
+          .parallel(hbu)
+          .vectorize(inner, VW, TailStrategy::GuardWithIf);
     }
   };
   stage(f.scores, v.j, true);
@@ -158,9 +158,15 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p) {
 
 void apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim) {
   switch (schedule.form) {
-    case Form::materialized: schedule_materialized(schedule, pipeline); break;
-    case Form::fused: schedule_fused(schedule, pipeline, head_dim); break;
-    case Form::online: schedule_online(schedule, pipeline, head_dim); break;
+    case Form::materialized:
+      schedule_materialized(schedule, pipeline);
+      break;
+    case Form::fused:
+      schedule_fused(schedule, pipeline, head_dim);
+      break;
+    case Form::online:
+      schedule_online(schedule, pipeline, head_dim);
+      break;
   }
 }
 

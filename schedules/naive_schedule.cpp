@@ -24,7 +24,7 @@ void gpu_tile_all_definitions(Func f, const Var& x, const Var& y) {
 void apply_naive(const MaterializedFuncs& funcs, const AttentionVars& v,
                  const Halide::Target& target) {
   std::vector<std::pair<Func, std::pair<Var, Var>>> stages = {
-      {funcs.scores, {v.j, v.i}},  {funcs.logits, {v.j, v.i}}, {funcs.row_max, {v.i, v.h}},
+      {funcs.scores, {v.j, v.i}},     {funcs.logits, {v.j, v.i}},  {funcs.row_max, {v.i, v.h}},
       {funcs.exp_logits, {v.j, v.i}}, {funcs.row_sum, {v.i, v.h}}, {funcs.pv, {v.d, v.i}},
       {funcs.output, {v.d, v.i}}};
   if (funcs.weights.defined()) stages.push_back({funcs.weights, {v.j, v.i}});

@@ -61,9 +61,15 @@ ScheduleError::ScheduleError(std::string field, const std::string& message)
     : std::invalid_argument(fmt::format("schedule: {}: {}", field, message)),
       field_(std::move(field)) {}
 
-std::string to_string(Form form) { return name_of(kForms, form); }
-std::string to_string(ParallelLoop loop) { return name_of(kLoops, loop); }
-std::string to_string(StoreLevel level) { return name_of(kLevels, level); }
+std::string to_string(Form form) {
+  return name_of(kForms, form);
+}
+std::string to_string(ParallelLoop loop) {
+  return name_of(kLoops, loop);
+}
+std::string to_string(StoreLevel level) {
+  return name_of(kLevels, level);
+}
 
 nlohmann::json Schedule::to_json() const {
   nlohmann::json loops = nlohmann::json::array();
@@ -124,6 +130,8 @@ Schedule Schedule::from_json(const nlohmann::json& json) {
   return s;
 }
 
-bool Schedule::operator==(const Schedule& o) const { return to_json() == o.to_json(); }
+bool Schedule::operator==(const Schedule& o) const {
+  return to_json() == o.to_json();
+}
 
 }  // namespace attnforge::schedules

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,15 +34,15 @@ class ScheduleError : public std::invalid_argument {
 
 struct Schedule {
   Form form = Form::online;
-  int query_tile = 32;      // query rows per tile
-  int key_block = 64;       // keys per block (online), or per chunk (fused)
-  int vector_width = 8;     // f32 lanes; 8 on AVX2, 8 or 16 on AVX-512
-  int unroll = 1;           // extra unrolling of the key loop
-  int register_rows = 4;    // register tile of the matrix products: vectors x rows
+  int query_tile = 32;    // query rows per tile
+  int key_block = 64;     // keys per block (online), or per chunk (fused)
+  int vector_width = 8;   // f32 lanes; 8 on AVX2, 8 or 16 on AVX-512
+  int unroll = 1;         // extra unrolling of the key loop
+  int register_rows = 4;  // register tile of the matrix products: vectors x rows
   int register_vectors = 2;
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
-  int kv_splits = 1;        // split keys this many ways (short Lq), merged after
+  int kv_splits = 1;  // split keys this many ways (short Lq), merged after
   StoreLevel intermediates = StoreLevel::tile;
   bool skip_masked_blocks = true;  // skip key blocks a whole query tile cannot see
 

@@ -12,7 +12,9 @@ void require(bool ok, const char* field, const std::string& message) {
   if (!ok) throw ScheduleError(field, message);
 }
 
-bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+bool power_of_two(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
 
 // Vector registers the accumulators of a register tile may take (of 16 or 32).
 int accumulator_budget(const Halide::Target& target) {
@@ -49,14 +51,13 @@ void validate(const Schedule& s, const AttentionSpec& spec, const Halide::Target
                       native_vector_width(target)));
   require(s.kv_splits == 1, "kv_splits",
           fmt::format("{}; splitting keys is not available on x86 (expected 1)", s.kv_splits));
-  require(std::find(s.parallel.begin(), s.parallel.end(), ParallelLoop::kv_splits) ==
-              s.parallel.end(),
-          "parallel", "'kv_splits' cannot run in parallel without kv_splits > 1");
+  require(
+      std::find(s.parallel.begin(), s.parallel.end(), ParallelLoop::kv_splits) == s.parallel.end(),
+      "parallel", "'kv_splits' cannot run in parallel without kv_splits > 1");
   if (s.form == Form::materialized) return;
 
   require(!spec.return_weights, "form",
-          fmt::format("{} cannot return attention weights; use materialized",
-                      to_string(s.form)));
+          fmt::format("{} cannot return attention weights; use materialized", to_string(s.form)));
   require(s.register_vectors >= 1 && s.register_vectors <= 4, "register_vectors",
           fmt::format("{}; expected 1..4", s.register_vectors));
   require(s.register_rows >= 1 && s.register_rows <= 8, "register_rows",
@@ -73,8 +74,7 @@ void validate(const Schedule& s, const AttentionSpec& spec, const Halide::Target
           fmt::format("{} must be a multiple of vector_width x register_vectors ({}) up to 256",
                       s.query_tile, tile_rows));
   require(s.query_tile % s.register_rows == 0, "query_tile",
-          fmt::format("{} is not a multiple of register_rows ({})", s.query_tile,
-                      s.register_rows));
+          fmt::format("{} is not a multiple of register_rows ({})", s.query_tile, s.register_rows));
   require(s.key_block >= 8 && s.key_block <= 512 && s.key_block % s.register_rows == 0, "key_block",
           fmt::format("{} must be 8..512 and a multiple of register_rows ({})", s.key_block,
                       s.register_rows));

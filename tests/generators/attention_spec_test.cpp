@@ -10,16 +10,11 @@ namespace {
 
 // Every spec string here is canonical: parse then print gives it back.
 const char* const kCanonicalSpecs[] = {
-    "full.mha1.d64.f32",
-    "full.mha8.d64.f32",
-    "causal.gqa32x8.d128.f16",
-    "causal.br.mqa8.d64.bf16",
-    "window256_0.mha12.d64.f32",
-    "window16_16.br.kpad.alibi.gqa12x4.d32.f16.weights",
-    "full.kpad.mha2.d128.f32",
-    "full.bias.mha4.d32.bf16.weights",
-    "full.br.alibi.mha4.d64.f32",
-    "causal.kpad.bias.mqa16.d96.f16",
+    "full.mha1.d64.f32",          "full.mha8.d64.f32",
+    "causal.gqa32x8.d128.f16",    "causal.br.mqa8.d64.bf16",
+    "window256_0.mha12.d64.f32",  "window16_16.br.kpad.alibi.gqa12x4.d32.f16.weights",
+    "full.kpad.mha2.d128.f32",    "full.bias.mha4.d32.bf16.weights",
+    "full.br.alibi.mha4.d64.f32", "causal.kpad.bias.mqa16.d96.f16",
     "window0_0.mha1.d1.f32",
 };
 
@@ -87,26 +82,20 @@ TEST_P(InvalidSpecString, NamesTheField) {
 
 INSTANTIATE_TEST_SUITE_P(
     Strings, InvalidSpecString,
-    ::testing::Values(BadSpec{"", "mask"}, BadSpec{"diagonal.mha8.d64.f32", "mask"},
-                      BadSpec{"causal.gqa12x5.d64.f32", "kv_heads"},
-                      BadSpec{"causal.gqa4x8.d64.f32", "kv_heads"},
-                      BadSpec{"causal.mha0.d64.f32", "heads"},
-                      BadSpec{"causal.mha8.d0.f32", "head_dim"},
-                      BadSpec{"causal.mha8.d4096.f32", "head_dim"},
-                      BadSpec{"causal.mha8.64.f32", "head_dim"},
-                      BadSpec{"causal.mha8.d064.f32", "head_dim"},
-                      BadSpec{"causal.mha8.d64.f64", "dtype"},
-                      BadSpec{"causal.mha8.d64", "dtype"},
-                      BadSpec{"causal.mha8", "head_dim"},
-                      BadSpec{"window16.mha8.d64.f32", "window"},
-                      BadSpec{"window-1_0.mha8.d64.f32", "window_left"},
-                      BadSpec{"window4_x.mha8.d64.f32", "window_right"},
-                      BadSpec{"full.br.mha8.d64.f32", "alignment"},
-                      BadSpec{"causal.gqa8x8.d64.f32", "heads"},
-                      BadSpec{"causal.gqa8x1.d64.f32", "heads"},
-                      BadSpec{"causal.mha8.d64.f32.extra", "spec"},
-                      BadSpec{"causal.kpad.br.mha8.d64.f32", "heads"},
-                      BadSpec{"causal.mha99999.d64.f32", "heads"}));
+    ::testing::Values(
+        BadSpec{"", "mask"}, BadSpec{"diagonal.mha8.d64.f32", "mask"},
+        BadSpec{"causal.gqa12x5.d64.f32", "kv_heads"}, BadSpec{"causal.gqa4x8.d64.f32", "kv_heads"},
+        BadSpec{"causal.mha0.d64.f32", "heads"}, BadSpec{"causal.mha8.d0.f32", "head_dim"},
+        BadSpec{"causal.mha8.d4096.f32", "head_dim"}, BadSpec{"causal.mha8.64.f32", "head_dim"},
+        BadSpec{"causal.mha8.d064.f32", "head_dim"}, BadSpec{"causal.mha8.d64.f64", "dtype"},
+        BadSpec{"causal.mha8.d64", "dtype"}, BadSpec{"causal.mha8", "head_dim"},
+        BadSpec{"window16.mha8.d64.f32", "window"},
+        BadSpec{"window-1_0.mha8.d64.f32", "window_left"},
+        BadSpec{"window4_x.mha8.d64.f32", "window_right"},
+        BadSpec{"full.br.mha8.d64.f32", "alignment"}, BadSpec{"causal.gqa8x8.d64.f32", "heads"},
+        BadSpec{"causal.gqa8x1.d64.f32", "heads"}, BadSpec{"causal.mha8.d64.f32.extra", "spec"},
+        BadSpec{"causal.kpad.br.mha8.d64.f32", "heads"},
+        BadSpec{"causal.mha99999.d64.f32", "heads"}));
 
 TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
   AttentionSpec spec;

@@ -26,8 +26,8 @@ void expect_matches(const JitAttention& kernel, CaseShape shape, CaseOptions opt
   AttentionCase c(kernel.spec(), shape, options);
   kernel.run(c.arguments());
   Comparison result = c.compare();
-  EXPECT_TRUE(result.ok) << kernel.spec().to_string() << " B" << shape.batch << " Lq"
-                         << shape.q_len << " Lk" << shape.kv_len << " layout "
+  EXPECT_TRUE(result.ok) << kernel.spec().to_string() << " B" << shape.batch << " Lq" << shape.q_len
+                         << " Lk" << shape.kv_len << " layout "
                          << (options.layout == Layout::bhld ? "bhld" : "blhd") << ": "
                          << result.first_failure << " (max error " << result.max_error << ")";
 }

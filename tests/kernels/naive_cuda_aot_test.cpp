@@ -15,7 +15,9 @@ using testing::AttentionCase;
 
 std::string last_error;
 
-extern "C" void record_error(void*, const char* message) { last_error = message; }
+extern "C" void record_error(void*, const char* message) {
+  last_error = message;
+}
 
 class NaiveCudaKernel : public ::testing::TestWithParam<attnforge_naive_cuda_entry> {};
 

@@ -19,8 +19,10 @@ bool sees(const Problem& p, int b, int i, int j) {
   if (j >= valid_keys) return false;
   long pos = aligned_position(p, i, valid_keys);
   switch (p.spec.mask) {
-    case PositionMask::none: return true;
-    case PositionMask::causal: return j <= pos;
+    case PositionMask::none:
+      return true;
+    case PositionMask::causal:
+      return j <= pos;
     case PositionMask::window:
       return j >= pos - p.spec.window_left && j <= pos + p.spec.window_right;
   }
@@ -36,7 +38,8 @@ double additive_term(const Problem& p, int b, int h, int i, int j) {
   }
   if (p.spec.bias == BiasKind::alibi) {
     int valid_keys = p.spec.key_padding ? p.key_lengths[b] : p.kv_len;
-    return -p.alibi_slopes[h] * std::fabs(static_cast<double>(j - aligned_position(p, i, valid_keys)));
+    return -p.alibi_slopes[h] *
+           std::fabs(static_cast<double>(j - aligned_position(p, i, valid_keys)));
   }
   return 0.0;
 }
@@ -73,7 +76,8 @@ Result attention(const Problem& p) {
         }
         if (sum == 0.0) continue;  // no key counts: the row stays zero
         double* out = &result.out[((static_cast<size_t>(b) * H + h) * p.q_len + i) * D];
-        double* weights = &result.weights[((static_cast<size_t>(b) * H + h) * p.q_len + i) * p.kv_len];
+        double* weights =
+            &result.weights[((static_cast<size_t>(b) * H + h) * p.q_len + i) * p.kv_len];
         for (int j = 0; j < p.kv_len; ++j) {
           double w = logits[j] / sum;
           weights[j] = w;

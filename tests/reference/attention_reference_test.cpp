@@ -35,7 +35,7 @@ TEST(Reference, EqualLogitsAverageTheVisibleValues) {
   Problem p = make_problem("full.mha1.d2.f32", 1, 3, 4);
   Result r = attention(p);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_DOUBLE_EQ(out_at(p, r, 0, 0, i, 0), 1.5);    // mean of 0..3
+    EXPECT_DOUBLE_EQ(out_at(p, r, 0, 0, i, 0), 1.5);  // mean of 0..3
     EXPECT_DOUBLE_EQ(out_at(p, r, 0, 0, i, 1), 101.5);
   }
 }

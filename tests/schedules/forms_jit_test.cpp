@@ -30,8 +30,7 @@ class FormsJit : public ::testing::TestWithParam<FormCase> {};
 
 TEST_P(FormsJit, MatchesReferenceOnOddShapes) {
   AttentionSpec spec = AttentionSpec::parse(GetParam().spec);
-  JitAttention kernel(spec, Halide::get_host_target(),
-                      {{"schedule", preset_for(GetParam().form)}});
+  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", preset_for(GetParam().form)}});
   // Lengths around and across tile sizes, Lq != Lk both ways, Lq = 1.
   const CaseShape shapes[] = {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}};
   for (CaseShape shape : shapes) {

@@ -29,8 +29,8 @@ Comparison compare_values(const std::vector<double>& actual, const std::vector<d
   Comparison c;
   if (actual.size() != expected.size()) {
     c.ok = false;
-    c.first_failure = fmt::format("{}: {} values, expected {}", what, actual.size(),
-                                  expected.size());
+    c.first_failure =
+        fmt::format("{}: {} values, expected {}", what, actual.size(), expected.size());
     return c;
   }
   for (size_t n = 0; n < actual.size(); ++n) {
@@ -50,9 +50,12 @@ Comparison compare_values(const std::vector<double>& actual, const std::vector<d
 
 Tolerance tolerance_for(DType dtype) {
   switch (dtype) {
-    case DType::f32: return {1e-4, 1e-4};  // f32 accumulation over up to ~1000 keys
-    case DType::f16: return {1e-3, 1e-3};  // output rounded to f16 (2^-11 relative)
-    case DType::bf16: return {4e-3, 4e-3};  // output rounded to bf16 (2^-8 relative)
+    case DType::f32:
+      return {1e-4, 1e-4};  // f32 accumulation over up to ~1000 keys
+    case DType::f16:
+      return {1e-3, 1e-3};  // output rounded to f16 (2^-11 relative)
+    case DType::bf16:
+      return {4e-3, 4e-3};  // output rounded to bf16 (2^-8 relative)
   }
   return {0, 0};
 }
@@ -130,8 +133,8 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
     args_.alibi_slopes->dimensions = 1;
   }
   if (spec.return_weights) {
-    weights_ = std::make_unique<HostTensor>(halide_type_of(spec.dtype),
-                                            HostTensor::Extents{Lk, Lq, H, B});
+    weights_ =
+        std::make_unique<HostTensor>(halide_type_of(spec.dtype), HostTensor::Extents{Lk, Lq, H, B});
     args_.weights = weights_->raw();
   }
 }
@@ -139,8 +142,9 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
 void AttentionCase::set_bias(int b, int h, int i, int j, double value) {
   if (!bias_ || options_.broadcast_bias) throw std::logic_error("set_bias needs a full bias");
   double stored = bias_->set({j, i, h, b}, value);
-  problem_.bias[((static_cast<size_t>(b) * spec_.heads + h) * shape_.q_len + i) * shape_.kv_len +
-                j] = stored;
+  problem_
+      .bias[((static_cast<size_t>(b) * spec_.heads + h) * shape_.q_len + i) * shape_.kv_len + j] =
+      stored;
 }
 
 void AttentionCase::set_scale(double scale) {
@@ -148,7 +152,9 @@ void AttentionCase::set_scale(double scale) {
   problem_.scale = static_cast<double>(args_.scale);
 }
 
-Comparison AttentionCase::compare() const { return compare(tolerance_for(spec_.dtype)); }
+Comparison AttentionCase::compare() const {
+  return compare(tolerance_for(spec_.dtype));
+}
 
 Comparison AttentionCase::compare(Tolerance tolerance) const {
   reference::Result expected = reference::attention(problem_);

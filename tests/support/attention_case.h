@@ -27,9 +27,9 @@ struct CaseShape {
 struct CaseOptions {
   Layout layout = Layout::bhld;
   uint32_t seed = 1;
-  double input_magnitude = 1.0;   // q and k uniform in [-m, m]
-  bool broadcast_bias = false;    // bias given as [1, 1, Lq, Lk] with stride-0 B and H
-  std::vector<int> key_lengths;   // empty: random, with a zero length where B >= 3
+  double input_magnitude = 1.0;  // q and k uniform in [-m, m]
+  bool broadcast_bias = false;   // bias given as [1, 1, Lq, Lk] with stride-0 B and H
+  std::vector<int> key_lengths;  // empty: random, with a zero length where B >= 3
 };
 
 // |actual - expected| <= atol + rtol * |expected|, per storage dtype.

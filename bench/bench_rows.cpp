@@ -1,0 +1,71 @@
+#include "bench_rows.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include "key_range.h"
+
+namespace attnforge::bench {
+
+std::string shape_label(int batch, int heads, int q_len, int kv_len, int head_dim) {
+  return fmt::format("B{} H{} Lq{} Lk{} D{}", batch, heads, q_len, kv_len, head_dim);
+}
+
+long long attended_pairs(const AttentionSpec& spec, int q_len, int kv_len) {
+  long long pairs = 0;
+  for (int i = 0; i < q_len; ++i) pairs += visible_keys(spec, i, q_len, kv_len).size();
+  return pairs;
+}
+
+double attention_flops(const AttentionSpec& spec, int batch, int q_len, int kv_len) {
+  return 4.0 * batch * spec.heads * spec.head_dim *
+         static_cast<double>(attended_pairs(spec, q_len, kv_len));
+}
+
+void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
+  json = {{"spec", row.spec},           {"shape", row.shape},
+          {"impl", row.impl},           {"threads", row.threads},
+          {"ms_median", row.ms_median}, {"ms_min", row.ms_min},
+          {"ms_max", row.ms_max},       {"gflops", row.gflops},
+          {"pct_peak", row.pct_peak},   {"speedup_vs_naive", row.speedup_vs_naive}};
+}
+
+void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows) {
+  std::ofstream file(path);
+  if (!file) throw std::runtime_error("cannot open " + path + " for writing");
+  file << nlohmann::ordered_json(rows).dump(2) << '\n';
+  if (!file) throw std::runtime_error("error writing " + path);
+}
+
+void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
+  size_t spec_w = 4, shape_w = 5, impl_w = 4;
+  for (const auto& row : rows) {
+    spec_w = std::max(spec_w, row.spec.size());
+    shape_w = std::max(shape_w, row.shape.size());
+    impl_w = std::max(impl_w, row.impl.size());
+  }
+  const std::string header =
+      fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}",
+                  "spec", spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms",
+                  "max ms", "GFLOP/s", "% peak", "vs naive");
+  const std::string rule(header.size(), '-');
+  fmt::print(stream, "{}\n", header);
+  const BenchRow* previous = nullptr;
+  for (const auto& row : rows) {
+    if (previous == nullptr || previous->spec != row.spec || previous->shape != row.shape) {
+      fmt::print(stream, "{}\n", rule);
+    }
+    fmt::print(
+        stream,
+        "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>8.2f}  {:>6.1f}  "
+        "{:>7.2f}x\n",
+        row.spec, spec_w, row.shape, shape_w, row.impl, impl_w, row.threads, row.ms_median,
+        row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive);
+    previous = &row;
+  }
+}
+
+}  // namespace attnforge::bench

@@ -1,0 +1,47 @@
+// One benchmark result per (spec, shape, implementation, thread count), the
+// FLOP count it is rated by, and its two outputs: a table and a JSON file.
+#pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "generators/attention_spec.h"
+
+namespace attnforge::bench {
+
+struct BenchRow {
+  std::string spec;   // canonical spec string
+  std::string shape;  // shape_label()
+  std::string impl;   // "naive", a preset name, or "openblas_unfused"
+  int threads = 1;
+  double ms_median = 0.0;
+  double ms_min = 0.0;
+  double ms_max = 0.0;
+  double gflops = 0.0;    // attention_flops() / median time
+  double pct_peak = 0.0;  // of the FMA peak measured for this thread count
+  double speedup_vs_naive = 0.0;
+};
+
+// e.g. "B1 H8 Lq2048 Lk2048 D64".
+std::string shape_label(int batch, int heads, int q_len, int kv_len, int head_dim);
+
+// (query, key) pairs one (batch, head) attends to under the spec's position
+// mask, counted exactly for its alignment. Key padding is data and not counted.
+long long attended_pairs(const AttentionSpec& spec, int q_len, int kv_len);
+
+// Useful work: 2 FLOPs for Q.K^T and 2 for P.V per attended pair and head-dim
+// element (the softmax is not counted).
+double attention_flops(const AttentionSpec& spec, int batch, int q_len, int kv_len);
+
+// An object with exactly the BenchRow field names as keys, in field order.
+void to_json(nlohmann::ordered_json& json, const BenchRow& row);
+
+// Writes the rows as a JSON array; throws std::runtime_error if the file cannot be written.
+void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows);
+
+// A fixed-width table, a rule between (spec, shape) groups.
+void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream = stdout);
+
+}  // namespace attnforge::bench

@@ -1,0 +1,50 @@
+#include "bench_shapes.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace attnforge::bench {
+
+const std::vector<Shape>& default_shapes() {
+  static const std::vector<Shape> shapes = {
+      {1, 8, 512, 512, 64},    {1, 8, 2048, 2048, 64}, {4, 12, 1024, 1024, 64},
+      {1, 8, 4096, 4096, 128}, {2, 8, 256, 2048, 64},
+  };
+  return shapes;
+}
+
+const std::vector<Shape>& quick_shapes() {
+  static const std::vector<Shape> shapes = {{1, 2, 256, 256, 64}, {1, 2, 64, 256, 64}};
+  return shapes;
+}
+
+Shape parse_shape(const std::string& text) {
+  const std::invalid_argument error("shape '" + text + "' is not BxHxLqxLkxD, e.g. 1x8x512x512x64");
+  std::vector<int> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('x', start), text.size());
+    const std::string field = text.substr(start, end - start);
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(field, &used);
+    } catch (const std::exception&) {
+      throw error;
+    }
+    if (used != field.size() || value < 1) throw error;
+    values.push_back(value);
+    start = end + 1;
+  }
+  if (values.size() != 5) throw error;
+  return {values[0], values[1], values[2], values[3], values[4]};
+}
+
+std::vector<std::string> specs_for(const Shape& shape) {
+  const std::string heads_dim = fmt::format("mha{}.d{}.f32", shape.heads, shape.head_dim);
+  const bool square = shape.q_len == shape.kv_len;
+  return {"full." + heads_dim, (square ? "causal." : "causal.br.") + heads_dim};
+}
+
+}  // namespace attnforge::bench

@@ -1,0 +1,25 @@
+// The problem sizes bench_schedules runs, and the specs it runs on each.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnforge::bench {
+
+struct Shape {
+  int batch = 1, heads = 1, q_len = 1, kv_len = 1, head_dim = 64;
+};
+
+// Self-attention at growing sizes, and one cross-attention shape (Lq < Lk).
+const std::vector<Shape>& default_shapes();
+// Tiny shapes for a smoke run, one of them cross-attention.
+const std::vector<Shape>& quick_shapes();
+
+// "BxHxLqxLkxD", e.g. "1x8x512x512x64"; throws std::invalid_argument.
+Shape parse_shape(const std::string& text);
+
+// Canonical spec strings: non-causal, and causal (bottom-right aligned when
+// Lq != Lk, as a KV cache is).
+std::vector<std::string> specs_for(const Shape& shape);
+
+}  // namespace attnforge::bench

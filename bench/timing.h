@@ -1,0 +1,29 @@
+// Wall-clock timing of a repeatable piece of work: a warm-up run, then repeats
+// until enough runs and enough total time, with caps for slow work.
+#pragma once
+
+#include <functional>
+
+namespace attnforge::bench {
+
+struct TimingOptions {
+  int min_repeats = 3;
+  double min_seconds = 0.5;  // total time of the timed repeats
+  int max_repeats = 50;
+  // A warm-up run longer than this is kept as the only sample (a second run
+  // would add tens of seconds and tell little); a timed run longer than this
+  // ends the repeats once long_run_repeats are done.
+  double long_run_seconds = 3.0;
+  int long_run_repeats = 2;
+};
+
+struct Timing {
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+  double max_ms = 0.0;
+  int repeats = 0;
+};
+
+Timing time_runs(const std::function<void()>& run, const TimingOptions& options = {});
+
+}  // namespace attnforge::bench
