@@ -62,62 +62,63 @@ void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y,
   product.update().reorder(x, y, r).vectorize(x, s.vector_width).unroll(x).unroll(y);
 }
 
+// Splits the output into query tiles and places the scaled Q copy; returns
+// the loop a tile's work is computed at.
+LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim) {
+  Var it("it_out"), ii("ii_out");
+  LoopLevel tile = tile_output(s, p.output, p.vars, it, ii, head_dim);
+  if (s.intermediates == StoreLevel::root) {
+    q_tile.compute_root().vectorize(p.tile_vars.ii, s.vector_width);
+  } else {
+    q_tile.compute_at(tile).vectorize(p.tile_vars.ii, s.vector_width);
+  }
+  return tile;
+}
+
+// The stages both tiled forms share: the q.k register tile, row statistics
+// over the key reduction, probabilities and the P.V register tile.
+struct SoftmaxStages {
+  Func logits, scores, max, probs, sum, pv, pv_sum;
+  Var key;         // pure key dim of logits and probs
+  RVar over_keys;  // key reduction of max, sum and P.V
+  RVar over_dim;   // head-dim reduction of q.k
+};
+
+void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const LoopLevel& level,
+                             const AttentionPipeline& p, int head_dim) {
+  const Var d = p.vars.d, ii = p.tile_vars.ii;
+  const int VW = s.vector_width;
+  Func logits = st.logits, max = st.max, probs = st.probs, sum = st.sum, pv = st.pv;
+  logits.compute_at(level);
+  register_tile(s, logits, st.scores, ii, st.key, st.over_dim, s.register_vectors, s.register_rows);
+  max.compute_at(level).vectorize(ii, VW);
+  max.update().reorder(ii, st.over_keys).vectorize(ii, VW);
+  probs.compute_at(level).vectorize(ii, VW);
+  sum.compute_at(level).vectorize(ii, VW);
+  sum.update().reorder(ii, st.over_keys).vectorize(ii, VW);
+  pv.compute_at(level);
+  register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, head_dim_vectors(s, head_dim),
+                s.register_rows);
+  if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
+}
+
 void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
-  const AttentionVars& v = p.vars;
-  const TileVars& t = p.tile_vars;
-  Var it("it_out"), ii("ii_out");
-  LoopLevel tile = tile_output(s, p.output, v, it, ii, head_dim);
-  const RVar rb = f.over_blocks.x, rj = f.over_block.x, rd = f.over_dim.x;
-  const int VW = s.vector_width;
-  const int d_vectors = head_dim_vectors(s, head_dim);
-
-  if (s.intermediates == StoreLevel::root) {
-    f.q_tile.compute_root().vectorize(t.ii, VW);
-  } else {
-    f.q_tile.compute_at(tile).vectorize(t.ii, VW);
-  }
-  f.state.compute_at(tile).vectorize(v.d, VW);
-  f.state.update().reorder(v.d, t.ii, rb).vectorize(v.d, VW);
-
-  LoopLevel block(f.state, rb);
-  f.logits.compute_at(block);
-  register_tile(s, f.logits, f.scores, t.ii, t.jj, rd, s.register_vectors, s.register_rows);
-  f.block_max.compute_at(block).vectorize(t.ii, VW);
-  f.block_max.update().reorder(t.ii, rj).vectorize(t.ii, VW);
-  f.probs.compute_at(block).vectorize(t.ii, VW);
-  f.block_sum.compute_at(block).vectorize(t.ii, VW);
-  f.block_sum.update().reorder(t.ii, rj).vectorize(t.ii, VW);
-  f.block_pv.compute_at(block);
-  register_tile(s, f.block_pv, f.pv_sum, v.d, t.ii, rj, d_vectors, s.register_rows);
-  if (s.unroll > 1) f.pv_sum.update().unroll(rj, s.unroll);
+  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
+  const RVar rb = f.over_blocks.x;
+  f.state.compute_at(tile).vectorize(p.vars.d, s.vector_width);
+  f.state.update().reorder(p.vars.d, p.tile_vars.ii, rb).vectorize(p.vars.d, s.vector_width);
+  SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
+                       f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
+  schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
 }
 
 void schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
   FusedFuncs& f = p.fused;
-  const AttentionVars& v = p.vars;
-  const TileVars& t = p.tile_vars;
-  Var it("it_out"), ii("ii_out");
-  LoopLevel tile = tile_output(s, p.output, v, it, ii, head_dim);
-  const RVar rk = f.over_keys.x, rd = f.over_dim.x;
-  const int VW = s.vector_width;
-  const int d_vectors = head_dim_vectors(s, head_dim);
-
-  if (s.intermediates == StoreLevel::root) {
-    f.q_tile.compute_root().vectorize(t.ii, VW);
-  } else {
-    f.q_tile.compute_at(tile).vectorize(t.ii, VW);
-  }
-  f.logits.compute_at(tile);
-  register_tile(s, f.logits, f.scores, t.ii, v.j, rd, s.register_vectors, s.register_rows);
-  f.row_max.compute_at(tile).vectorize(t.ii, VW);
-  f.row_max.update().reorder(t.ii, rk).vectorize(t.ii, VW);
-  f.probs.compute_at(tile).vectorize(t.ii, VW);
-  f.row_sum.compute_at(tile).vectorize(t.ii, VW);
-  f.row_sum.update().reorder(t.ii, rk).vectorize(t.ii, VW);
-  f.pv.compute_at(tile);
-  register_tile(s, f.pv, f.pv_sum, v.d, t.ii, rk, d_vectors, s.register_rows);
-  if (s.unroll > 1) f.pv_sum.update().unroll(rk, s.unroll);
+  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
+  SoftmaxStages stages{f.logits, f.scores, f.row_max, f.probs,       f.row_sum,
+                       f.pv,     f.pv_sum, p.vars.j,  f.over_keys.x, f.over_dim.x};
+  schedule_softmax_stages(s, stages, tile, p, head_dim);
 }
 
 // The unfused pipeline done well: each stage at root, parallel over heads

@@ -8,6 +8,7 @@
 
 #include "generators/jit_attention.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/test_names.h"
 
 namespace attnforge {
 namespace {
@@ -61,11 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
         "causal.gqa4x2.d64.f16", "causal.gqa4x2.d64.bf16", "full.bias.mha2.d32.f16.weights",
         "window8_8.br.kpad.alibi.mqa4.d32.bf16.weights"),
     [](const ::testing::TestParamInfo<const char*>& info) {
-      std::string name = info.param;
-      for (char& c : name) {
-        if (c == '.') c = '_';
-      }
-      return name;
+      return testing::test_name_of(info.param);
     });
 
 TEST(MaterializedJitLong, MatchesReferenceAtLength1000) {

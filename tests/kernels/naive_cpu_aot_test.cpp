@@ -4,6 +4,7 @@
 
 #include "attnforge_naive_cpu_table.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/test_names.h"
 
 namespace attnforge {
 namespace {
@@ -42,13 +43,7 @@ TEST_P(NaiveCpuKernel, RejectsAWrongShapeWithAnErrorCode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, NaiveCpuKernel, ::testing::ValuesIn(attnforge_naive_cpu_table),
-                         [](const auto& info) {
-                           std::string name = info.param.spec;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
-                         });
+                         [](const auto& info) { return testing::test_name_of(info.param.spec); });
 
 }  // namespace
 }  // namespace attnforge

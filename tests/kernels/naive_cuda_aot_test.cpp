@@ -7,6 +7,7 @@
 
 #include "attnforge_naive_cuda_table.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/test_names.h"
 
 namespace attnforge {
 namespace {
@@ -38,13 +39,7 @@ TEST_P(NaiveCudaKernel, RunsCorrectlyOrReportsNoDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, NaiveCudaKernel, ::testing::ValuesIn(attnforge_naive_cuda_table),
-                         [](const auto& info) {
-                           std::string name = info.param.spec;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
-                         });
+                         [](const auto& info) { return testing::test_name_of(info.param.spec); });
 
 }  // namespace
 }  // namespace attnforge

@@ -7,6 +7,7 @@
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/test_names.h"
 
 namespace attnforge {
 namespace {
@@ -62,11 +63,8 @@ std::vector<FormCase> form_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Presets, FormsJit, ::testing::ValuesIn(form_cases()),
                          [](const ::testing::TestParamInfo<FormCase>& info) {
-                           std::string name = std::string(info.param.form) + "_" + info.param.spec;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
+                           return testing::test_name_of(std::string(info.param.form) + "_" +
+                                                        info.param.spec);
                          });
 
 }  // namespace

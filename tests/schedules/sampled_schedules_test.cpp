@@ -6,6 +6,7 @@
 #include "generators/jit_attention.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/test_names.h"
 
 namespace attnforge {
 namespace {
@@ -33,13 +34,7 @@ INSTANTIATE_TEST_SUITE_P(Specs, SampledSchedules,
                          ::testing::Values("full.mha2.d64.f32", "causal.gqa4x2.d64.f32",
                                            "window20_5.br.kpad.mha2.d32.f32",
                                            "causal.br.alibi.mqa2.d64.f16"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
-                         });
+                         [](const auto& info) { return testing::test_name_of(info.param); });
 
 }  // namespace
 }  // namespace attnforge
