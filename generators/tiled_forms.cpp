@@ -10,56 +10,68 @@ using Halide::Expr;
 using Halide::Func;
 using Halide::RDom;
 
-// q * scale for query tile `it`, transposed so rows are innermost; rows past
-// Lq read the last row (their results are never stored).
-void define_query_tile(QueryTileFuncs& f, const AttentionInputs& in, const AttentionVars& v,
-                       const TileVars& t, int query_tile) {
-  Expr i = Halide::min(t.it * query_tile + t.ii, in.q_len - 1);
-  f.q_tile(t.ii, v.d, t.it, v.h, v.b) = AttentionTerms::to_f32(in.q(v.d, i, v.h, v.b)) * in.scale;
-}
+// What both tiled forms derive from a query tile: the scaled, transposed Q
+// copy, the inputs with the scale folded into that copy, the tile's query
+// range, and logits read at clamped positions.
+class QueryTile {
+ public:
+  QueryTile(const AttentionSpec& spec, const AttentionInputs& inputs, const AttentionVars& v,
+            const TileVars& t, int query_tile, QueryTileFuncs& f)
+      : in(unscaled(inputs)),
+        terms(spec, in),
+        kv_head(terms.kv_head(v.h)),
+        i(t.it * query_tile + t.ii),
+        first(t.it * query_tile),
+        last(Halide::min(first + query_tile, inputs.q_len) - 1) {
+    // Rows past Lq read the last row; their results are never stored.
+    Expr row = Halide::min(i, inputs.q_len - 1);
+    f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
+        AttentionTerms::to_f32(inputs.q(v.d, row, v.h, v.b)) * inputs.scale;
+  }
 
-// Keys past Lk (a partial last block) read the last key and are masked.
-Expr clamped_key(const Expr& j, const AttentionInputs& in) {
-  return Halide::min(j, in.kv_len - 1);
-}
+  // Keys past Lk (a partial last block or tile) read the last key and are masked.
+  Expr key(const Expr& j) const { return Halide::min(j, in.kv_len - 1); }
 
-// The masked logit of query i and key j, both possibly past their tensors'
-// ends (a partial tile or block): read at clamped positions, masked past Lk.
-Expr tile_logit(const AttentionTerms& terms, const AttentionInputs& in, const Expr& dot,
-                const Expr& j, const Expr& i, const Expr& h, const Expr& b, bool partial_keys) {
-  Expr value = terms.masked_logit(dot, clamped_key(j, in), Halide::min(i, in.q_len - 1), h, b);
-  if (partial_keys) value = Halide::select(j < in.kv_len, value, kMaskedLogit);
-  return value;
-}
+  // The masked logit of this tile's query row and key j.
+  Expr logit(const Expr& dot, const Expr& j, const Expr& h, const Expr& b) const {
+    Expr value = terms.masked_logit(dot, key(j), Halide::min(i, in.q_len - 1), h, b);
+    return Halide::select(j < in.kv_len, value, kMaskedLogit);
+  }
+
+  const AttentionInputs in;
+  const AttentionTerms terms;
+  const Expr kv_head, i, first, last;
+
+ private:
+  static AttentionInputs unscaled(AttentionInputs inputs) {
+    inputs.scale = 1.0f;  // q_tile carries the scale
+    return inputs;
+  }
+};
 
 }  // namespace
 
 FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
                        const AttentionVars& v, const TileVars& t, const TileShape& shape) {
-  AttentionInputs in = inputs;
   FusedFuncs f;
-  define_query_tile(f, in, v, t, shape.query_tile);
-  in.scale = 1.0f;  // q_tile carries the scale
-  AttentionTerms terms(spec, in);
-  const Expr kvh = terms.kv_head(v.h);
-  const Expr i = t.it * shape.query_tile + t.ii;
-  const Expr first = t.it * shape.query_tile;
-  const Expr last = Halide::min(first + shape.query_tile, in.q_len) - 1;
+  const QueryTile tile(spec, inputs, v, t, shape.query_tile, f);
+  const AttentionInputs& in = tile.in;
+  const AttentionTerms& terms = tile.terms;
+  const Expr kvh = tile.kv_head;
 
   f.over_dim = RDom(0, spec.head_dim, "over_dim");
   f.over_keys = RDom(0, in.kv_len, "over_keys");
   if (shape.skip_masked_blocks) {
-    f.over_keys.where(f.over_keys.x >= terms.key_range_begin(first, v.b) &&
-                      f.over_keys.x < terms.key_range_end(last, v.b));
+    f.over_keys.where(f.over_keys.x >= terms.key_range_begin(tile.first, v.b) &&
+                      f.over_keys.x < terms.key_range_end(tile.last, v.b));
   }
   const Halide::RVar rd = f.over_dim.x, rk = f.over_keys.x;
 
   f.scores(t.ii, v.j, t.it, v.h, v.b) = 0.0f;
-  f.scores(t.ii, v.j, t.it, v.h, v.b) +=
-      f.q_tile(t.ii, rd, t.it, v.h, v.b) *
-      AttentionTerms::to_f32(in.k(rd, clamped_key(v.j, in), kvh, v.b));
+  f.scores(t.ii, v.j, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) *
+                                         AttentionTerms::to_f32(in.k(rd, tile.key(v.j), kvh, v.b));
   f.logits(t.ii, v.j, t.it, v.h, v.b) =
-      tile_logit(terms, in, f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, i, v.h, v.b, true);
+      tile.logit(f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, v.h, v.b);
   f.row_max(t.ii, t.it, v.h, v.b) = kMaskedLogit;
   f.row_max(t.ii, t.it, v.h, v.b) =
       Halide::max(f.row_max(t.ii, t.it, v.h, v.b), f.logits(t.ii, rk, t.it, v.h, v.b));
@@ -82,17 +94,13 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
 
 OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
                          const AttentionVars& v, const TileVars& t, const TileShape& shape) {
-  AttentionInputs in = inputs;
   OnlineFuncs f;
-  define_query_tile(f, in, v, t, shape.query_tile);
-  in.scale = 1.0f;  // q_tile carries the scale
-  AttentionTerms terms(spec, in);
+  const QueryTile tile(spec, inputs, v, t, shape.query_tile, f);
+  const AttentionInputs& in = tile.in;
+  const AttentionTerms& terms = tile.terms;
   const int KB = shape.key_block;
-  const Expr kvh = terms.kv_head(v.h);
-  const Expr i = t.it * shape.query_tile + t.ii;
+  const Expr kvh = tile.kv_head;
   const Expr j = t.kb * KB + t.jj;
-  const Expr first = t.it * shape.query_tile;
-  const Expr last = Halide::min(first + shape.query_tile, in.q_len) - 1;
   const Expr blocks = (in.kv_len + KB - 1) / KB;
 
   f.over_dim = RDom(0, spec.head_dim, "over_dim");
@@ -100,17 +108,17 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   f.over_blocks = RDom(0, blocks, "over_blocks");
   if (shape.skip_masked_blocks) {
     Expr block_first = f.over_blocks.x * KB;
-    f.over_blocks.where(block_first < terms.key_range_end(last, v.b) &&
-                        block_first + KB > terms.key_range_begin(first, v.b));
+    f.over_blocks.where(block_first < terms.key_range_end(tile.last, v.b) &&
+                        block_first + KB > terms.key_range_begin(tile.first, v.b));
   }
   const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.over_blocks.x;
-  const Expr key = clamped_key(j, in);
+  const Expr key = tile.key(j);
 
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
       f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) =
-      tile_logit(terms, in, f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, i, v.h, v.b, true);
+      tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.h, v.b);
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
                                                         f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));
@@ -118,7 +126,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) - f.block_max(t.ii, t.kb, t.it, v.h, v.b));
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
-  const Expr block_key = clamped_key(t.kb * KB + rj, in);
+  const Expr block_key = tile.key(t.kb * KB + rj);
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
       f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
