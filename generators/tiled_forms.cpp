@@ -102,16 +102,22 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   const Expr kvh = tile.kv_head;
   const Expr j = t.kb * KB + t.jj;
   const Expr blocks = (in.kv_len + KB - 1) / KB;
+  const int splits = shape.kv_splits;
 
+  // With kv_splits > 1, split ks runs blocks ks * per_split + rb, each into
+  // its own state; the states are merged after.
+  const Expr per_split = splits == 1 ? blocks : (blocks + splits - 1) / splits;
   f.over_dim = RDom(0, spec.head_dim, "over_dim");
   f.over_block = RDom(0, KB, "over_block");
-  f.over_blocks = RDom(0, blocks, "over_blocks");
+  f.over_blocks = RDom(0, per_split, "over_blocks");
+  const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.over_blocks.x;
+  const Expr block = splits == 1 ? Expr(rb) : t.ks * per_split + rb;
+  if (splits > 1) f.over_blocks.where(block < blocks);
   if (shape.skip_masked_blocks) {
-    Expr block_first = f.over_blocks.x * KB;
+    Expr block_first = block * KB;
     f.over_blocks.where(block_first < terms.key_range_end(tile.last, v.b) &&
                         block_first + KB > terms.key_range_begin(tile.first, v.b));
   }
-  const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.over_blocks.x;
   const Expr key = tile.key(j);
 
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
@@ -136,25 +142,46 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   // Running state; max and sum are repeated in every head-dim lane so the
   // update needs no cycle between Funcs. One of the two rescale factors is
   // exactly 1, so each lane takes one exp.
-  f.state(v.d, t.ii, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
-  Expr acc = f.state(v.d, t.ii, t.it, v.h, v.b)[0];
-  Expr run_max = f.state(v.d, t.ii, t.it, v.h, v.b)[1];
-  Expr run_sum = f.state(v.d, t.ii, t.it, v.h, v.b)[2];
-  Expr bmax = f.block_max(t.ii, rb, t.it, v.h, v.b);
+  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
+  Expr acc = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[0];
+  Expr run_max = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[1];
+  Expr run_sum = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[2];
+  Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);
   Expr shrink = Halide::exp(-Halide::abs(run_max - bmax));
   Expr keep_old = run_max >= bmax;
   Expr old_factor = Halide::select(keep_old, 1.0f, shrink);
   Expr new_factor = Halide::select(keep_old, shrink, 1.0f);
-  f.state(v.d, t.ii, t.it, v.h, v.b) = {
-      acc * old_factor + f.block_pv(v.d, t.ii, rb, t.it, v.h, v.b) * new_factor,
+  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {
+      acc * old_factor + f.block_pv(v.d, t.ii, block, t.it, v.h, v.b) * new_factor,
       Halide::max(run_max, bmax),
-      run_sum * old_factor + f.block_sum(t.ii, rb, t.it, v.h, v.b) * new_factor};
+      run_sum * old_factor + f.block_sum(t.ii, block, t.it, v.h, v.b) * new_factor};
 
   Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
-  Halide::FuncRef final_state = f.state(v.d, ii, it, v.h, v.b);
-  f.output(v.d, v.i, v.h, v.b) =
-      terms.to_storage(Halide::select(AttentionTerms::row_has_keys(Expr(final_state[1])),
-                                      Expr(final_state[0]) / Expr(final_state[2]), 0.0f));
+  Expr final_acc, final_max, final_sum;
+  if (splits == 1) {
+    Halide::FuncRef state = f.state(v.d, ii, 0, it, v.h, v.b);
+    final_acc = state[0];
+    final_max = state[1];
+    final_sum = state[2];
+  } else {
+    // Each split's acc and sum rescaled to the largest split max, then added.
+    f.over_splits = RDom(0, splits, "over_splits");
+    const Halide::RVar rs = f.over_splits.x;
+    Halide::FuncRef split = f.state(v.d, t.ii, rs, t.it, v.h, v.b);
+    f.split_max(v.d, t.ii, t.it, v.h, v.b) = kMaskedLogit;
+    f.split_max(v.d, t.ii, t.it, v.h, v.b) =
+        Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), Expr(split[1]));
+    Expr weight = Halide::exp(Expr(split[1]) - f.split_max(v.d, t.ii, t.it, v.h, v.b));
+    f.merged(v.d, t.ii, t.it, v.h, v.b) = {0.0f, 0.0f};
+    f.merged(v.d, t.ii, t.it, v.h, v.b) = {
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + Expr(split[0]) * weight,
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + Expr(split[2]) * weight};
+    final_acc = f.merged(v.d, ii, it, v.h, v.b)[0];
+    final_max = f.split_max(v.d, ii, it, v.h, v.b);
+    final_sum = f.merged(v.d, ii, it, v.h, v.b)[1];
+  }
+  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
+      Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
   return f;
 }
 

@@ -15,12 +15,14 @@ namespace attnforge {
 struct TileVars {
   Halide::Var ii{"ii"}, it{"it"};  // query row within its tile, query tile
   Halide::Var jj{"jj"}, kb{"kb"};  // key within its block, key block
+  Halide::Var ks{"ks"};            // key split (online form)
 };
 
 struct TileShape {
   int query_tile = 32;
   int key_block = 64;
   bool skip_masked_blocks = true;  // restrict key loops to blocks a tile can see
+  int kv_splits = 1;               // online: key blocks split this many ways, merged after
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
@@ -52,9 +54,11 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::Func block_sum{"block_sum"};  // (ii, kb, it, h, b)
   Halide::Func pv_sum{"pv_sum"};        // (d, ii, kb, it, h, b) P.V reduction
   Halide::Func block_pv{"block_pv"};    // (d, ii, kb, it, h, b)
-  Halide::Func state{"state"};          // (d, ii, it, h, b) Tuple(acc, max, sum)
+  Halide::Func state{"state"};          // (d, ii, ks, it, h, b) Tuple(acc, max, sum)
+  Halide::Func split_max{"split_max"};  // (d, ii, it, h, b); only with kv_splits > 1
+  Halide::Func merged{"merged"};        // (d, ii, it, h, b) Tuple(acc, sum); likewise
   Halide::Func output{"output"};        // (d, i, h, b) storage dtype
-  Halide::RDom over_dim, over_block, over_blocks;
+  Halide::RDom over_dim, over_block, over_blocks, over_splits;
 };
 
 FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,

@@ -106,8 +106,16 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
   LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
   const RVar rb = f.over_blocks.x;
-  f.state.compute_at(tile).vectorize(p.vars.d, s.vector_width);
-  f.state.update().reorder(p.vars.d, p.tile_vars.ii, rb).vectorize(p.vars.d, s.vector_width);
+  const Var d = p.vars.d, ii = p.tile_vars.ii, ks = p.tile_vars.ks;
+  f.state.compute_at(tile).vectorize(d, s.vector_width);
+  f.state.update().reorder(d, ii, rb, ks).vectorize(d, s.vector_width);
+  if (s.kv_splits > 1) {
+    if (has(s, ParallelLoop::kv_splits)) f.state.update().parallel(ks);
+    for (Func merge : {f.split_max, f.merged}) {
+      merge.compute_at(tile).vectorize(d, s.vector_width);
+      merge.update().vectorize(d, s.vector_width);
+    }
+  }
   SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
                        f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);

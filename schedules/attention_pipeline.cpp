@@ -6,7 +6,8 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
                                  const Schedule& schedule) {
   AttentionPipeline p;
   p.form = schedule.form;
-  TileShape shape{schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks};
+  TileShape shape{schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
+                  schedule.kv_splits};
   switch (schedule.form) {
     case Form::materialized:
       p.materialized = build_materialized(spec, inputs, p.vars);

@@ -28,6 +28,7 @@ Schedule with_knob(Schedule s, const std::string& name, int value) {
   if (name == "unroll") s.unroll = value;
   if (name == "register_rows") s.register_rows = value;
   if (name == "register_vectors") s.register_vectors = value;
+  if (name == "kv_splits") s.kv_splits = value;
   return s;
 }
 
@@ -49,11 +50,14 @@ void validate(const Schedule& s, const AttentionSpec& spec, const Halide::Target
           fmt::format("{} lanes need {}; target '{}' has {} f32 lanes", s.vector_width,
                       s.vector_width == 16 ? "AVX-512" : "AVX", target.to_string(),
                       native_vector_width(target)));
-  require(s.kv_splits == 1, "kv_splits",
-          fmt::format("{}; splitting keys is not available on x86 (expected 1)", s.kv_splits));
-  require(
-      std::find(s.parallel.begin(), s.parallel.end(), ParallelLoop::kv_splits) == s.parallel.end(),
-      "parallel", "'kv_splits' cannot run in parallel without kv_splits > 1");
+  bool parallel_splits =
+      std::find(s.parallel.begin(), s.parallel.end(), ParallelLoop::kv_splits) != s.parallel.end();
+  require(s.kv_splits >= 1 && s.kv_splits <= 8 && power_of_two(s.kv_splits), "kv_splits",
+          fmt::format("{}; expected 1, 2, 4 or 8", s.kv_splits));
+  require(s.kv_splits == 1 || s.form == Form::online, "kv_splits",
+          fmt::format("{} splits need the online form, not {}", s.kv_splits, to_string(s.form)));
+  require(s.kv_splits > 1 || !parallel_splits, "parallel",
+          "'kv_splits' can run in parallel only with kv_splits > 1");
   if (s.form == Form::materialized) return;
 
   require(!spec.return_weights, "form",
@@ -94,9 +98,12 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
             {"vector_width", widths},
             {"unroll", {1, 2, 4}},
             {"register_rows", {2, 3, 4, 6, 8}},
-            {"register_vectors", {1, 2, 3}}};
+            {"register_vectors", {1, 2, 3}},
+            {"kv_splits", {1, 2, 4}}};
   using P = ParallelLoop;
-  parallel_choices_ = {{P::batch, P::heads, P::query_tiles}, {P::batch, P::heads}};
+  parallel_choices_ = {{P::batch, P::heads, P::query_tiles},
+                       {P::batch, P::heads},
+                       {P::batch, P::heads, P::query_tiles, P::kv_splits}};
 }
 
 bool ScheduleSpace::legal(const Schedule& s) const {

@@ -61,6 +61,30 @@ std::vector<FormCase> form_cases() {
   return cases;
 }
 
+// Short query lengths split over keys: each split's state merged after.
+TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
+  const char* specs[] = {"full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d64.f32",
+                         "window40_0.br.alibi.mqa2.d32.f16"};
+  for (const char* text : specs) {
+    AttentionSpec spec = AttentionSpec::parse(text);
+    for (int splits : {2, 4}) {
+      schedules::Schedule schedule = schedules::load_preset(preset_for("online"));
+      schedule.kv_splits = splits;
+      schedule.parallel.push_back(schedules::ParallelLoop::kv_splits);
+      JitAttention kernel(spec, Halide::get_host_target(),
+                          {{"schedule", schedule.to_json().dump()}});
+      // Lq = 1 (decoding), a few rows, and more splits than key blocks.
+      for (CaseShape shape : {CaseShape{3, 1, 1000}, CaseShape{2, 5, 333}, CaseShape{1, 2, 7}}) {
+        AttentionCase c(spec, shape, {.seed = 11});
+        kernel.run(c.arguments());
+        Comparison result = c.compare();
+        EXPECT_TRUE(result.ok) << text << " splits " << splits << " Lq" << shape.q_len << " Lk"
+                               << shape.kv_len << ": " << result.first_failure;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, FormsJit, ::testing::ValuesIn(form_cases()),
                          [](const ::testing::TestParamInfo<FormCase>& info) {
                            return testing::test_name_of(std::string(info.param.form) + "_" +

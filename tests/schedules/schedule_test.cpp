@@ -115,7 +115,17 @@ TEST(Validate, RejectsWhatDoesNotFitBeforeCompiling) {
       {"head dim not a vector multiple", [](Schedule& s) { (void)s; }, "full.mha8.d36.f32",
        "vector_width"},
       {"weights from online", [](Schedule& s) { (void)s; }, "full.mha8.d64.f32.weights", "form"},
-      {"kv splits", [](Schedule& s) { s.kv_splits = 4; }, "full.mha8.d64.f32", "kv_splits"},
+      {"kv splits not a power of two", [](Schedule& s) { s.kv_splits = 3; }, "full.mha8.d64.f32",
+       "kv_splits"},
+      {"kv splits on the fused form",
+       [](Schedule& s) {
+         s.form = Form::fused;
+         s.kv_splits = 2;
+       },
+       "full.mha8.d64.f32", "kv_splits"},
+      {"parallel splits without splits",
+       [](Schedule& s) { s.parallel.push_back(ParallelLoop::kv_splits); }, "full.mha8.d64.f32",
+       "parallel"},
       {"unroll", [](Schedule& s) { s.unroll = 3; }, "full.mha8.d64.f32", "unroll"},
   };
   for (const Misfit& m : misfits) {
