@@ -8,8 +8,11 @@ namespace attnforge::bench {
 
 const std::vector<Shape>& default_shapes() {
   static const std::vector<Shape> shapes = {
-      {1, 8, 512, 512, 64},    {1, 8, 2048, 2048, 64}, {4, 12, 1024, 1024, 64},
-      {1, 8, 4096, 4096, 128}, {2, 8, 256, 2048, 64},
+      {1, 8, 512, 512, 64},
+      {1, 8, 2048, 2048, 64},
+      {4, 12, 1024, 1024, 64},
+      {1, 8, 4096, 4096, 128},
+      {2, 8, 256, 2048, 64},
       // decoding one token over a long cache: where splitting keys pays
       {1, 1, 1, 32768, 128},
   };

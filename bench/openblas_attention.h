@@ -15,7 +15,8 @@ class OpenBlasAttention {
   // bias or returned weights (masks: none, causal, window; MHA or GQA).
   explicit OpenBlasAttention(const AttentionSpec& spec);
 
-  // OpenBLAS's thread count (process-wide) and the softmax's.
+  // Threads for one call: across (batch, head) pairs when there are enough,
+  // otherwise inside OpenBLAS (process-wide) and across softmax rows.
   void set_num_threads(int threads);
 
   // q, out: [B][H][Lq][D]; k, v: [B][H_kv][Lk][D]; all contiguous.
@@ -23,9 +24,18 @@ class OpenBlasAttention {
            int kv_len, float scale);
 
  private:
+  struct Problem {
+    const float *q, *k, *v;
+    float* out;
+    int q_len, kv_len;
+    float scale;
+  };
+  // One (batch, head): sgemm, mask and softmax on `scores`, sgemm.
+  void head(const Problem& p, long b, int h, float* scores, int softmax_threads);
+
   AttentionSpec spec_;
   int threads_ = 1;
-  std::vector<float> scores_;  // one Lq x Lk matrix, reused for every (batch, head)
+  std::vector<float> scores_;  // an Lq x Lk matrix per worker, reused for every (batch, head)
 };
 
 }  // namespace attnforge::bench

@@ -4,86 +4,60 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
-#include <vector>
-
 #include "bench/bench_rows.h"
-#include "tests/reference/attention_reference.h"
+#include "tests/support/attention_case.h"
 
 namespace attnforge::bench {
 namespace {
 
-// f32 sgemm and softmax over at most a few hundred keys of values in [-1, 1].
-constexpr double kTolerance = 1e-4;
-
-struct Case {
-  const char* spec;
-  int batch, q_len, kv_len;
-};
-
-// Random f32 inputs; the reference gets the same (rounded) values in double.
-double max_error_vs_reference(const Case& c, int threads = 1) {
-  reference::Problem p;
-  p.spec = AttentionSpec::parse(c.spec);
-  p.batch = c.batch;
-  p.q_len = c.q_len;
-  p.kv_len = c.kv_len;
-  p.scale = default_scale(p.spec.head_dim);
-  const size_t D = p.spec.head_dim;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto make = [&](size_t heads, size_t len, std::vector<double>& values) {
-    std::vector<float> data(c.batch * heads * len * D);
-    for (float& x : data) x = uniform(rng);
-    values.assign(data.begin(), data.end());
-    return data;
-  };
-  std::vector<float> q = make(p.spec.heads, c.q_len, p.q);
-  std::vector<float> k = make(p.spec.kv_heads, c.kv_len, p.k);
-  std::vector<float> v = make(p.spec.kv_heads, c.kv_len, p.v);
-  std::vector<float> out(q.size(), std::nanf(""));
-
-  OpenBlasAttention blas(p.spec);
+// One problem run through OpenBLAS attention and compared with the reference
+// at the f32 tolerance of tests/support (1e-4 absolute plus relative).
+void expect_matches(const char* spec, testing::CaseShape shape, int threads = 1) {
+  testing::AttentionCase c(AttentionSpec::parse(spec), shape);
+  KernelArguments& args = c.arguments();  // f32 (B, H, L, D) contiguous
+  OpenBlasAttention blas(c.problem().spec);
   blas.set_num_threads(threads);
-  blas.run(q.data(), k.data(), v.data(), out.data(), c.batch, c.q_len, c.kv_len,
-           static_cast<float>(p.scale));
-  reference::Result expected = reference::attention(p);
-
-  double worst = 0.0;
-  for (size_t n = 0; n < out.size(); ++n) {
-    double error = std::fabs(out[n] - expected.out[n]);
-    if (!(error <= worst)) worst = error;  // keeps a NaN
-  }
-  return worst;
+  blas.run(static_cast<const float*>(static_cast<void*>(args.q->host)),
+           static_cast<const float*>(static_cast<void*>(args.k->host)),
+           static_cast<const float*>(static_cast<void*>(args.v->host)),
+           static_cast<float*>(static_cast<void*>(args.out->host)), shape.batch, shape.q_len,
+           shape.kv_len, args.scale);
+  testing::Comparison result = c.compare();
+  EXPECT_TRUE(result.ok) << spec << " threads " << threads << ": " << result.first_failure;
 }
 
 TEST(OpenBlasAttention, NonCausalMatchesReference) {
-  EXPECT_LE(max_error_vs_reference({"full.mha3.d5.f32", 2, 7, 9}), kTolerance);
-  EXPECT_LE(max_error_vs_reference({"full.mha1.d13.f32", 1, 1, 17}), kTolerance);
+  expect_matches("full.mha3.d5.f32", {2, 7, 9});
+  expect_matches("full.mha1.d13.f32", {1, 1, 17});
 }
 
 TEST(OpenBlasAttention, CausalTopLeftMatchesReference) {
-  EXPECT_LE(max_error_vs_reference({"causal.mha2.d7.f32", 1, 11, 11}), kTolerance);
-  EXPECT_LE(max_error_vs_reference({"causal.mha2.d7.f32", 2, 5, 9}), kTolerance);
-  EXPECT_LE(max_error_vs_reference({"causal.mha2.d7.f32", 1, 9, 5}), kTolerance);
+  expect_matches("causal.mha2.d7.f32", {1, 11, 11});
+  expect_matches("causal.mha2.d7.f32", {2, 5, 9});
+  expect_matches("causal.mha2.d7.f32", {1, 9, 5});
 }
 
 TEST(OpenBlasAttention, CausalBottomRightMatchesReference) {
-  EXPECT_LE(max_error_vs_reference({"causal.br.mha2.d6.f32", 1, 3, 10}), kTolerance);
+  expect_matches("causal.br.mha2.d6.f32", {1, 3, 10});
   // More queries than keys: the first Lq - Lk rows see nothing and must be zero.
-  EXPECT_LE(max_error_vs_reference({"causal.br.mha2.d6.f32", 2, 10, 4}), kTolerance);
+  expect_matches("causal.br.mha2.d6.f32", {2, 10, 4});
 }
 
 TEST(OpenBlasAttention, GroupedQueryHeadsShareKeyValueHeads) {
-  EXPECT_LE(max_error_vs_reference({"full.gqa6x2.d5.f32", 2, 7, 9}), kTolerance);
-  EXPECT_LE(max_error_vs_reference({"causal.br.gqa4x2.d3.f32", 1, 9, 6}), kTolerance);
-  EXPECT_LE(max_error_vs_reference({"causal.mqa3.d9.f32", 1, 5, 5}), kTolerance);
+  expect_matches("full.gqa6x2.d5.f32", {2, 7, 9});
+  expect_matches("causal.br.gqa4x2.d3.f32", {1, 9, 6});
+  expect_matches("causal.mqa3.d9.f32", {1, 5, 5});
 }
 
 TEST(OpenBlasAttention, ThreadedSoftmaxMatchesReference) {
-  // 300 x 520 scores are enough for the softmax to split rows across two threads.
-  EXPECT_LE(max_error_vs_reference({"causal.br.mha1.d8.f32", 1, 300, 520}, 2), kTolerance);
+  // One head of 300 x 520 scores: threads go inside sgemm and across softmax rows.
+  expect_matches("causal.br.mha1.d8.f32", {1, 300, 520}, 2);
+}
+
+TEST(OpenBlasAttention, ThreadsAcrossHeadsMatchReference) {
+  // Five (batch, head) pairs over two threads, each with its own scores.
+  expect_matches("causal.mqa5.d8.f32", {1, 33, 40}, 2);
+  expect_matches("full.mha3.d8.f32", {2, 7, 12}, 2);
 }
 
 TEST(OpenBlasAttention, RejectsSpecsItCannotRun) {
