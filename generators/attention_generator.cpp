@@ -90,9 +90,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       return;
     }
     schedules::Schedule chosen = resolve_schedule(choice);
-    if (get_target().has_gpu_feature()) {
-      throw schedules::ScheduleError("target", "GPU targets take only the naive schedule so far");
-    }
     schedules::validate(chosen, spec_, get_target());
     schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen);
     vars_ = pipeline.vars;

@@ -129,37 +129,45 @@ void schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
   schedule_softmax_stages(s, stages, tile, p, head_dim);
 }
 
+// Runs the head and batch loops of one stage in parallel as the schedule lists.
+template <typename StageOrFunc>
+void parallelize_heads(const Schedule& s, StageOrFunc stage, const AttentionVars& v) {
+  const bool heads = has(s, ParallelLoop::heads), batch = has(s, ParallelLoop::batch);
+  if (heads && batch) {
+    Var hb("hb");
+    stage.fuse(v.h, v.b, hb).parallel(hb);
+  } else if (heads) {
+    stage.parallel(v.h);
+  } else if (batch) {
+    stage.parallel(v.b);
+  }
+}
+
 // The unfused pipeline done well: each stage at root, parallel over heads
 // and batch, vectorized along its innermost dim.
 void schedule_materialized(const Schedule& s, AttentionPipeline& p) {
   MaterializedFuncs& f = p.materialized;
   const AttentionVars& v = p.vars;
-  const int VW = s.vector_width;
-  auto stage = [&](Func func, Var inner, bool reduction) {
-    Var hb("hb");
-    func.compute_root()
-        .fuse(v.h, v.b, hb)
-        .parallel(hb)
-        .vectorize(inner, VW, TailStrategy::GuardWithIf);
-    if (reduction) {
-      Var hbu("hbu");
-      func.update()
-          .fuse(v.h, v.b, hbu)
-          .parallel(hbu)
-          .vectorize(inner, VW, TailStrategy::GuardWithIf);
+  auto stage = [&](Func func, Var inner) {
+    func.compute_root();
+    std::vector<Halide::Stage> stages = {func};
+    for (int u = 0; u < func.num_update_definitions(); ++u) stages.push_back(func.update(u));
+    for (Halide::Stage st : stages) {
+      parallelize_heads(s, st, v);
+      st.vectorize(inner, s.vector_width, TailStrategy::GuardWithIf);
     }
   };
-  stage(f.scores, v.j, true);
-  stage(f.logits, v.j, false);
-  stage(f.row_max, v.i, true);
-  stage(f.exp_logits, v.j, false);
-  stage(f.row_sum, v.i, true);
-  stage(f.pv, v.d, true);
-  Var hb("hb_out");
-  p.output.fuse(v.h, v.b, hb).parallel(hb).vectorize(v.d, VW, TailStrategy::GuardWithIf);
+  stage(f.scores, v.j);
+  stage(f.logits, v.j);
+  stage(f.row_max, v.i);
+  stage(f.exp_logits, v.j);
+  stage(f.row_sum, v.i);
+  stage(f.pv, v.d);
+  parallelize_heads(s, p.output, v);
+  p.output.vectorize(v.d, s.vector_width, TailStrategy::GuardWithIf);
   if (p.weights.defined()) {
-    Var hbw("hb_weights");
-    p.weights.fuse(v.h, v.b, hbw).parallel(hbw).vectorize(v.j, VW, TailStrategy::GuardWithIf);
+    parallelize_heads(s, p.weights, v);
+    p.weights.vectorize(v.j, s.vector_width, TailStrategy::GuardWithIf);
   }
 }
 

@@ -71,42 +71,38 @@ std::string to_string(StoreLevel level) {
   return name_of(kLevels, level);
 }
 
+const std::vector<IntKnob>& int_knobs() {
+  static const std::vector<IntKnob> knobs = {{"query_tile", &Schedule::query_tile},
+                                             {"key_block", &Schedule::key_block},
+                                             {"vector_width", &Schedule::vector_width},
+                                             {"unroll", &Schedule::unroll},
+                                             {"register_rows", &Schedule::register_rows},
+                                             {"register_vectors", &Schedule::register_vectors},
+                                             {"kv_splits", &Schedule::kv_splits}};
+  return knobs;
+}
+
 nlohmann::json Schedule::to_json() const {
   nlohmann::json loops = nlohmann::json::array();
   for (ParallelLoop loop : parallel) loops.push_back(to_string(loop));
-  return {{"form", to_string(form)},
-          {"query_tile", query_tile},
-          {"key_block", key_block},
-          {"vector_width", vector_width},
-          {"unroll", unroll},
-          {"register_rows", register_rows},
-          {"register_vectors", register_vectors},
-          {"parallel", loops},
-          {"kv_splits", kv_splits},
-          {"intermediates", to_string(intermediates)},
-          {"skip_masked_blocks", skip_masked_blocks}};
+  nlohmann::json json = {{"form", to_string(form)},
+                         {"parallel", loops},
+                         {"intermediates", to_string(intermediates)},
+                         {"skip_masked_blocks", skip_masked_blocks}};
+  for (const IntKnob& knob : int_knobs()) json[knob.name] = this->*knob.member;
+  return json;
 }
 
 Schedule Schedule::from_json(const nlohmann::json& json) {
   if (!json.is_object()) throw ScheduleError("schedule", "expected a JSON object");
   Schedule s;
   for (const auto& [key, value] : json.items()) {
-    if (key == "form") {
+    auto knob = std::find_if(int_knobs().begin(), int_knobs().end(),
+                             [&key = key](const IntKnob& k) { return key == k.name; });
+    if (knob != int_knobs().end()) {
+      s.*knob->member = int_of(value, knob->name);
+    } else if (key == "form") {
       s.form = value_of(kForms, value, "form");
-    } else if (key == "query_tile") {
-      s.query_tile = int_of(value, "query_tile");
-    } else if (key == "key_block") {
-      s.key_block = int_of(value, "key_block");
-    } else if (key == "vector_width") {
-      s.vector_width = int_of(value, "vector_width");
-    } else if (key == "unroll") {
-      s.unroll = int_of(value, "unroll");
-    } else if (key == "register_rows") {
-      s.register_rows = int_of(value, "register_rows");
-    } else if (key == "register_vectors") {
-      s.register_vectors = int_of(value, "register_vectors");
-    } else if (key == "kv_splits") {
-      s.kv_splits = int_of(value, "kv_splits");
     } else if (key == "intermediates") {
       s.intermediates = value_of(kLevels, value, "intermediates");
     } else if (key == "skip_masked_blocks") {
@@ -127,6 +123,24 @@ Schedule Schedule::from_json(const nlohmann::json& json) {
       throw ScheduleError(key, "is not a schedule field");
     }
   }
+  return s;
+}
+
+Schedule canonical(Schedule s) {
+  const Schedule defaults;
+  auto drop = [&](ParallelLoop loop) {
+    s.parallel.erase(std::remove(s.parallel.begin(), s.parallel.end(), loop), s.parallel.end());
+  };
+  if (s.form == Form::materialized) {
+    for (const IntKnob& knob : int_knobs()) {
+      if (std::string(knob.name) != "vector_width") s.*knob.member = defaults.*knob.member;
+    }
+    s.intermediates = defaults.intermediates;
+    s.skip_masked_blocks = defaults.skip_masked_blocks;
+    drop(ParallelLoop::query_tiles);
+  }
+  if (s.form == Form::fused) s.key_block = defaults.key_block;
+  if (s.kv_splits == 1) drop(ParallelLoop::kv_splits);
   return s;
 }
 

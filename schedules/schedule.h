@@ -54,6 +54,17 @@ struct Schedule {
   bool operator!=(const Schedule& other) const { return !(*this == other); }
 };
 
+// The integer knobs by name: one table for JSON and for the space.
+struct IntKnob {
+  const char* name;
+  int Schedule::*member;
+};
+const std::vector<IntKnob>& int_knobs();
+
+// The same schedule with the knobs its form does not read set to their
+// defaults, so one kernel has one JSON form (and one database key).
+Schedule canonical(Schedule schedule);
+
 std::string to_string(Form form);
 std::string to_string(ParallelLoop loop);
 std::string to_string(StoreLevel level);

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace attnforge::schedules {
 
 namespace {
-
-void require(bool ok, const char* field, const std::string& message) {
-  if (!ok) throw ScheduleError(field, message);
-}
 
 bool power_of_two(int n) {
   return n > 0 && (n & (n - 1)) == 0;
@@ -21,16 +18,80 @@ int accumulator_budget(const Halide::Target& target) {
   return target.has_feature(Halide::Target::AVX512) ? 28 : 14;
 }
 
-Schedule with_knob(Schedule s, const std::string& name, int value) {
-  if (name == "query_tile") s.query_tile = value;
-  if (name == "key_block") s.key_block = value;
-  if (name == "vector_width") s.vector_width = value;
-  if (name == "unroll") s.unroll = value;
-  if (name == "register_rows") s.register_rows = value;
-  if (name == "register_vectors") s.register_vectors = value;
-  if (name == "kv_splits") s.kv_splits = value;
-  return s;
+bool runs_in_parallel(const Schedule& s, ParallelLoop loop) {
+  return std::find(s.parallel.begin(), s.parallel.end(), loop) != s.parallel.end();
 }
+
+Schedule with_knob(Schedule s, const std::string& name, int value) {
+  for (const IntKnob& knob : int_knobs()) {
+    if (name == knob.name) {
+      s.*knob.member = value;
+      return s;
+    }
+  }
+  throw ScheduleError(name, "is not an integer knob");
+}
+
+// Messages are formatted only for the failing check: check() runs on every
+// candidate of a search.
+#define ATTNFORGE_REQUIRE(ok, field, ...) \
+  if (!(ok)) return ScheduleError(field, fmt::format(__VA_ARGS__))
+
+std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(target.arch == Halide::Target::X86 && !target.has_gpu_feature(), "target",
+                    "'{}' is not an x86 CPU target; these schedules are for x86 CPUs",
+                    target.to_string());
+  ATTNFORGE_REQUIRE(s.vector_width == 4 || s.vector_width == 8 || s.vector_width == 16,
+                    "vector_width", "{}; expected 4, 8 or 16", s.vector_width);
+  ATTNFORGE_REQUIRE(s.vector_width <= native_vector_width(target), "vector_width",
+                    "{} lanes need {}; target '{}' has {} f32 lanes", s.vector_width,
+                    s.vector_width == 16 ? "AVX-512" : "AVX", target.to_string(),
+                    native_vector_width(target));
+  return std::nullopt;
+}
+
+std::optional<ScheduleError> check_splits(const Schedule& s) {
+  ATTNFORGE_REQUIRE(s.kv_splits >= 1 && s.kv_splits <= 8 && power_of_two(s.kv_splits), "kv_splits",
+                    "{}; expected 1, 2, 4 or 8", s.kv_splits);
+  ATTNFORGE_REQUIRE(s.kv_splits == 1 || s.form == Form::online, "kv_splits",
+                    "{} splits need the online form, not {}", s.kv_splits, to_string(s.form));
+  ATTNFORGE_REQUIRE(s.kv_splits > 1 || !runs_in_parallel(s, ParallelLoop::kv_splits), "parallel",
+                    "'kv_splits' can run in parallel only with kv_splits > 1");
+  return std::nullopt;
+}
+
+// The register tiles and loop tiles of the fused and online forms.
+std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec& spec,
+                                         const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(!spec.return_weights, "form",
+                    "{} cannot return attention weights; use materialized", to_string(s.form));
+  ATTNFORGE_REQUIRE(s.register_vectors >= 1 && s.register_vectors <= 4, "register_vectors",
+                    "{}; expected 1..4", s.register_vectors);
+  ATTNFORGE_REQUIRE(s.register_rows >= 1 && s.register_rows <= 8, "register_rows",
+                    "{}; expected 1..8", s.register_rows);
+  const int accumulators = s.register_vectors * s.register_rows;
+  ATTNFORGE_REQUIRE(accumulators <= accumulator_budget(target), "register_rows",
+                    "a {}x{} register tile needs {} accumulators; the target keeps {}",
+                    s.register_vectors, s.register_rows, accumulators, accumulator_budget(target));
+  ATTNFORGE_REQUIRE(spec.head_dim % s.vector_width == 0, "vector_width",
+                    "head_dim {} is not a multiple of {} lanes", spec.head_dim, s.vector_width);
+  const int tile_rows = s.vector_width * s.register_vectors;
+  ATTNFORGE_REQUIRE(
+      s.query_tile >= tile_rows && s.query_tile <= 256 && s.query_tile % tile_rows == 0,
+      "query_tile", "{} must be a multiple of vector_width x register_vectors ({}) up to 256",
+      s.query_tile, tile_rows);
+  ATTNFORGE_REQUIRE(s.query_tile % s.register_rows == 0, "query_tile",
+                    "{} is not a multiple of register_rows ({})", s.query_tile, s.register_rows);
+  ATTNFORGE_REQUIRE(s.form == Form::fused || (s.key_block >= 8 && s.key_block <= 512 &&
+                                              s.key_block % s.register_rows == 0),
+                    "key_block", "{} must be 8..512 and a multiple of register_rows ({})",
+                    s.key_block, s.register_rows);
+  ATTNFORGE_REQUIRE(s.unroll >= 1 && s.unroll <= 8 && power_of_two(s.unroll), "unroll",
+                    "{}; expected 1, 2, 4 or 8", s.unroll);
+  return std::nullopt;
+}
+
+#undef ATTNFORGE_REQUIRE
 
 }  // namespace
 
@@ -40,61 +101,30 @@ int native_vector_width(const Halide::Target& target) {
   return 4;
 }
 
+std::optional<ScheduleError> check(const Schedule& s, const AttentionSpec& spec,
+                                   const Halide::Target& target) {
+  if (auto misfit = check_target(s, target)) return misfit;
+  if (auto misfit = check_splits(s)) return misfit;
+  if (s.form == Form::materialized) return std::nullopt;
+  return check_tiles(s, spec, target);
+}
+
 void validate(const Schedule& s, const AttentionSpec& spec, const Halide::Target& target) {
   spec.validate();
-  require(target.arch == Halide::Target::X86, "target",
-          fmt::format("'{}' is not an x86 target; CPU schedules need x86", target.to_string()));
-  require(s.vector_width == 4 || s.vector_width == 8 || s.vector_width == 16, "vector_width",
-          fmt::format("{}; expected 4, 8 or 16", s.vector_width));
-  require(s.vector_width <= native_vector_width(target), "vector_width",
-          fmt::format("{} lanes need {}; target '{}' has {} f32 lanes", s.vector_width,
-                      s.vector_width == 16 ? "AVX-512" : "AVX", target.to_string(),
-                      native_vector_width(target)));
-  bool parallel_splits =
-      std::find(s.parallel.begin(), s.parallel.end(), ParallelLoop::kv_splits) != s.parallel.end();
-  require(s.kv_splits >= 1 && s.kv_splits <= 8 && power_of_two(s.kv_splits), "kv_splits",
-          fmt::format("{}; expected 1, 2, 4 or 8", s.kv_splits));
-  require(s.kv_splits == 1 || s.form == Form::online, "kv_splits",
-          fmt::format("{} splits need the online form, not {}", s.kv_splits, to_string(s.form)));
-  require(s.kv_splits > 1 || !parallel_splits, "parallel",
-          "'kv_splits' can run in parallel only with kv_splits > 1");
-  if (s.form == Form::materialized) return;
-
-  require(!spec.return_weights, "form",
-          fmt::format("{} cannot return attention weights; use materialized", to_string(s.form)));
-  require(s.register_vectors >= 1 && s.register_vectors <= 4, "register_vectors",
-          fmt::format("{}; expected 1..4", s.register_vectors));
-  require(s.register_rows >= 1 && s.register_rows <= 8, "register_rows",
-          fmt::format("{}; expected 1..8", s.register_rows));
-  require(s.register_vectors * s.register_rows <= accumulator_budget(target), "register_rows",
-          fmt::format("a {}x{} register tile needs {} accumulators; the target keeps {}",
-                      s.register_vectors, s.register_rows, s.register_vectors * s.register_rows,
-                      accumulator_budget(target)));
-  require(spec.head_dim % s.vector_width == 0, "vector_width",
-          fmt::format("head_dim {} is not a multiple of {} lanes", spec.head_dim, s.vector_width));
-  int tile_rows = s.vector_width * s.register_vectors;
-  require(s.query_tile >= tile_rows && s.query_tile <= 256 && s.query_tile % tile_rows == 0,
-          "query_tile",
-          fmt::format("{} must be a multiple of vector_width x register_vectors ({}) up to 256",
-                      s.query_tile, tile_rows));
-  require(s.query_tile % s.register_rows == 0, "query_tile",
-          fmt::format("{} is not a multiple of register_rows ({})", s.query_tile, s.register_rows));
-  require(s.key_block >= 8 && s.key_block <= 512 && s.key_block % s.register_rows == 0, "key_block",
-          fmt::format("{} must be 8..512 and a multiple of register_rows ({})", s.key_block,
-                      s.register_rows));
-  require(s.unroll >= 1 && s.unroll <= 8 && power_of_two(s.unroll), "unroll",
-          fmt::format("{}; expected 1, 2, 4 or 8", s.unroll));
+  if (auto misfit = check(s, spec, target)) throw *misfit;
 }
 
 ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& target)
     : spec_(spec), target_(target) {
+  spec.validate();
   forms_ = {Form::materialized};
   if (!spec.return_weights) forms_ = {Form::online, Form::fused, Form::materialized};
   std::vector<int> widths = {8};
   if (native_vector_width(target) == 16) widths.push_back(16);
   if (native_vector_width(target) == 4) widths = {4};
+  // Key blocks include multiples of 3 so that 3- and 6-row register tiles fit.
   knobs_ = {{"query_tile", {16, 32, 48, 64, 96, 128}},
-            {"key_block", {16, 32, 64, 128, 256}},
+            {"key_block", {16, 32, 48, 64, 96, 128, 192, 256}},
             {"vector_width", widths},
             {"unroll", {1, 2, 4}},
             {"register_rows", {2, 3, 4, 6, 8}},
@@ -107,16 +137,12 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
 }
 
 bool ScheduleSpace::legal(const Schedule& s) const {
-  try {
-    validate(s, spec_, target_);
-    return true;
-  } catch (const ScheduleError&) {
-    return false;
-  }
+  return !check(s, spec_, target_);
 }
 
 std::vector<Schedule> ScheduleSpace::enumerate() const {
   std::vector<Schedule> all;
+  std::set<std::string> seen;
   for (Form form : forms_) {
     for (const auto& parallel : parallel_choices_) {
       Schedule base;
@@ -124,19 +150,20 @@ std::vector<Schedule> ScheduleSpace::enumerate() const {
       base.parallel = parallel;
       std::vector<Schedule> partial = {base};
       for (const Knob& knob : knobs_) {
-        bool used = form != Form::materialized || knob.name == "vector_width";
         std::vector<Schedule> next;
         for (const Schedule& s : partial) {
-          if (!used) {
-            next.push_back(s);
-            continue;
-          }
           for (int value : knob.values) next.push_back(with_knob(s, knob.name, value));
         }
-        partial = std::move(next);
+        // Knobs a form ignores collapse here, so the product stays small.
+        partial.clear();
+        std::set<std::string> distinct;
+        for (const Schedule& s : next) {
+          Schedule c = canonical(s);
+          if (distinct.insert(c.to_json().dump()).second) partial.push_back(c);
+        }
       }
       for (const Schedule& s : partial) {
-        if (legal(s)) all.push_back(s);
+        if (legal(s) && seen.insert(s.to_json().dump()).second) all.push_back(s);
       }
     }
   }
@@ -153,7 +180,7 @@ Schedule ScheduleSpace::sample(std::mt19937& rng) const {
       size_t pick = std::uniform_int_distribution<size_t>(0, knob.values.size() - 1)(rng);
       s = with_knob(s, knob.name, knob.values[pick]);
     }
-    if (legal(s)) return s;
+    if (legal(s)) return canonical(s);
   }
   throw ScheduleError("space", "no legal schedule found for " + spec_.to_string());
 }

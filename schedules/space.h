@@ -5,6 +5,7 @@
 
 #include <Halide.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "schedule.h"
 
 namespace attnforge::schedules {
+
+// The first knob that does not fit the spec or target, if any.
+std::optional<ScheduleError> check(const Schedule& schedule, const AttentionSpec& spec,
+                                   const Halide::Target& target);
 
 // Throws ScheduleError naming the knob that does not fit the spec or target.
 void validate(const Schedule& schedule, const AttentionSpec& spec, const Halide::Target& target);
@@ -30,9 +35,9 @@ class ScheduleSpace {
   // Candidate values per integer knob (before cross-knob constraints).
   const std::vector<Knob>& knobs() const { return knobs_; }
 
-  // Every legal schedule (one per combination; materialized takes one of each width).
+  // Every legal schedule, canonical, each once.
   std::vector<Schedule> enumerate() const;
-  // A uniformly drawn legal schedule.
+  // A legal schedule drawn uniformly over knob combinations, canonical.
   Schedule sample(std::mt19937& rng) const;
 
  private:

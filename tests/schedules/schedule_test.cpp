@@ -143,6 +143,44 @@ TEST(Validate, RejectsWhatDoesNotFitBeforeCompiling) {
                ScheduleError);
 }
 
+TEST(Schedule, CanonicalDropsKnobsTheFormIgnores) {
+  Schedule materialized;
+  materialized.form = Form::materialized;
+  materialized.query_tile = 96;
+  materialized.register_rows = 6;
+  materialized.parallel = {ParallelLoop::query_tiles, ParallelLoop::heads};
+  Schedule expected;
+  expected.form = Form::materialized;
+  expected.parallel = {ParallelLoop::heads};
+  EXPECT_EQ(canonical(materialized), expected);
+
+  Schedule fused = load_preset("fused_avx2");
+  Schedule other_block = fused;
+  other_block.key_block = 192;
+  EXPECT_EQ(canonical(other_block), canonical(fused));
+  Schedule online = load_preset("online_avx2");
+  EXPECT_EQ(canonical(online), online);
+}
+
+TEST(Validate, GpuTargetsAreNotX86Schedules) {
+  auto misfit = check(load_preset("online_avx2"), AttentionSpec::parse("full.mha8.d64.f32"),
+                      Halide::Target("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_86"));
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_EQ(misfit->field(), "target");
+}
+
+TEST(Space, EnumeratesEachCanonicalScheduleOnce) {
+  ScheduleSpace space(AttentionSpec::parse("full.mha8.d64.f32"), kAvx512);
+  std::set<std::string> seen;
+  bool three_rows = false;
+  for (const Schedule& s : space.enumerate()) {
+    EXPECT_EQ(canonical(s), s);
+    EXPECT_TRUE(seen.insert(s.to_json().dump()).second) << s.to_json().dump();
+    three_rows = three_rows || s.register_rows == 3;
+  }
+  EXPECT_TRUE(three_rows);
+}
+
 TEST(Space, EnumeratesOnlyLegalSchedulesOfEveryForm) {
   AttentionSpec spec = AttentionSpec::parse("causal.mha8.d64.f32");
   ScheduleSpace space(spec, kAvx2);
