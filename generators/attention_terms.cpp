@@ -60,9 +60,9 @@ Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const 
   return end;
 }
 
-Expr AttentionTerms::logit(const Expr& dot, const Expr& j, const Expr& i, const Expr& h,
-                           const Expr& b) const {
-  Expr value = dot * inputs_.scale;
+Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
+                            const Expr& b) const {
+  Expr value = scaled;
   if (spec_.bias == BiasKind::tensor) {
     value += to_f32(inputs_.bias(j, i, h, b));
   } else if (spec_.bias == BiasKind::alibi) {
@@ -72,10 +72,11 @@ Expr AttentionTerms::logit(const Expr& dot, const Expr& j, const Expr& i, const 
   return value;
 }
 
-Expr AttentionTerms::masked_logit(const Expr& dot, const Expr& j, const Expr& i, const Expr& h,
+Expr AttentionTerms::masked_logit(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                                   const Expr& b) const {
-  if (spec_.mask == PositionMask::none && !spec_.key_padding) return logit(dot, j, i, h, b);
-  return Halide::select(visible(j, i, b), logit(dot, j, i, h, b), kMaskedLogit);
+  Expr value = biased(scaled, j, i, h, b);
+  if (spec_.mask == PositionMask::none && !spec_.key_padding) return value;
+  return Halide::select(visible(j, i, b), value, kMaskedLogit);
 }
 
 Expr AttentionTerms::row_has_keys(const Expr& row_max) {

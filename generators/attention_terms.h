@@ -16,13 +16,15 @@ class AttentionTerms {
   // Whether query i of batch b may see key j (positional mask and key padding).
   Halide::Expr visible(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& b) const;
 
-  // scale * dot + bias (tensor or ALiBi), in f32, before masking.
-  Halide::Expr logit(const Halide::Expr& dot, const Halide::Expr& j, const Halide::Expr& i,
-                     const Halide::Expr& h, const Halide::Expr& b) const;
+  // A scaled score plus the spec's additive term (bias tensor or ALiBi), in f32.
+  Halide::Expr biased(const Halide::Expr& scaled, const Halide::Expr& j, const Halide::Expr& i,
+                      const Halide::Expr& h, const Halide::Expr& b) const;
 
-  // logit where visible, kMaskedLogit elsewhere.
-  Halide::Expr masked_logit(const Halide::Expr& dot, const Halide::Expr& j, const Halide::Expr& i,
-                            const Halide::Expr& h, const Halide::Expr& b) const;
+  // The biased logit where visible, kMaskedLogit elsewhere. Each form decides
+  // where the scale is applied, so `scaled` already carries it.
+  Halide::Expr masked_logit(const Halide::Expr& scaled, const Halide::Expr& j,
+                            const Halide::Expr& i, const Halide::Expr& h,
+                            const Halide::Expr& b) const;
 
   // The keys [begin, end) that queries first..last of batch b can see at most:
   // where a form may skip the rest. Only bounds: visible() still decides each key.

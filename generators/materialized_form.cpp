@@ -19,7 +19,7 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
                                   AttentionTerms::to_f32(in.k(rd, v.j, kvh, v.b));
 
   f.logits(v.j, v.i, v.h, v.b) =
-      terms.masked_logit(f.scores(v.j, v.i, v.h, v.b), v.j, v.i, v.h, v.b);
+      terms.masked_logit(f.scores(v.j, v.i, v.h, v.b) * in.scale, v.j, v.i, v.h, v.b);
 
   f.row_max(v.i, v.h, v.b) = kMaskedLogit;
   f.row_max(v.i, v.h, v.b) = Halide::max(f.row_max(v.i, v.h, v.b), f.logits(rk, v.i, v.h, v.b));

@@ -17,14 +17,13 @@ class QueryTile {
  public:
   QueryTile(const AttentionSpec& spec, const AttentionInputs& inputs, const AttentionVars& v,
             const TileVars& t, int query_tile, QueryTileFuncs& f)
-      : in(unscaled(inputs)),
+      : in(inputs),
         terms(spec, in),
         kv_head(terms.kv_head(v.h)),
         i(t.it * query_tile + t.ii),
         first(t.it * query_tile),
-        last(Halide::min(first + query_tile, inputs.q_len) - 1) {
-    // Rows past Lq read the last row; their results are never stored.
-    Expr row = Halide::min(i, inputs.q_len - 1);
+        last(Halide::min(first + query_tile, inputs.q_len) - 1),
+        row(Halide::min(i, inputs.q_len - 1)) {
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
         AttentionTerms::to_f32(inputs.q(v.d, row, v.h, v.b)) * inputs.scale;
   }
@@ -32,21 +31,17 @@ class QueryTile {
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
   Expr key(const Expr& j) const { return Halide::min(j, in.kv_len - 1); }
 
-  // The masked logit of this tile's query row and key j.
+  // The masked logit of this tile's query row and key j; q_tile carries the
+  // scale, so the dot product is already scaled.
   Expr logit(const Expr& dot, const Expr& j, const Expr& h, const Expr& b) const {
-    Expr value = terms.masked_logit(dot, key(j), Halide::min(i, in.q_len - 1), h, b);
+    Expr value = terms.masked_logit(dot, key(j), row, h, b);
     return Halide::select(j < in.kv_len, value, kMaskedLogit);
   }
 
   const AttentionInputs in;
   const AttentionTerms terms;
   const Expr kv_head, i, first, last;
-
- private:
-  static AttentionInputs unscaled(AttentionInputs inputs) {
-    inputs.scale = 1.0f;  // q_tile carries the scale
-    return inputs;
-  }
+  const Expr row;  // i, clamped: rows past Lq read the last row and are never stored
 };
 
 }  // namespace
