@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "key_range.h"
+#include "generators/key_range.h"
 
 namespace attnforge::bench {
 
@@ -16,7 +16,7 @@ std::string shape_label(int batch, int heads, int q_len, int kv_len, int head_di
 
 long long attended_pairs(const AttentionSpec& spec, int q_len, int kv_len) {
   long long pairs = 0;
-  for (int i = 0; i < q_len; ++i) pairs += visible_keys(spec, i, q_len, kv_len).size();
+  for (int i = 0; i < q_len; ++i) pairs += key_count(query_keys(spec, i, q_len, kv_len));
   return pairs;
 }
 

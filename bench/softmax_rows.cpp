@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "key_range.h"
+#include "generators/key_range.h"
 
 namespace attnforge::bench {
 namespace {
 
-__attribute__((always_inline)) inline void softmax_row(float* row, long length, KeyRange keys) {
-  if (keys.size() == 0) {
+__attribute__((always_inline)) inline void softmax_row(float* row, long length,
+                                                       KeyRange<long> keys) {
+  if (key_count(keys) == 0) {
     std::fill(row, row + length, 0.0f);
     return;
   }
@@ -30,7 +31,7 @@ __attribute__((always_inline)) inline void softmax_body(const AttentionSpec& spe
                                                         long q_len, long kv_len, long row_begin,
                                                         long row_end) {
   for (long i = row_begin; i < row_end; ++i) {
-    softmax_row(scores + i * kv_len, kv_len, visible_keys(spec, i, q_len, kv_len));
+    softmax_row(scores + i * kv_len, kv_len, query_keys(spec, i, q_len, kv_len));
   }
 }
 

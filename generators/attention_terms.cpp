@@ -1,7 +1,5 @@
 #include "attention_terms.h"
 
-#include <vector>
-
 namespace attnforge {
 
 using Halide::Expr;
@@ -26,38 +24,27 @@ Expr AttentionTerms::valid_keys(const Expr& b) const {
 }
 
 Expr AttentionTerms::aligned_position(const Expr& i, const Expr& b) const {
-  if (spec_.alignment == Alignment::top_left) return i;
-  return i + valid_keys(b) - inputs_.q_len;
+  return attnforge::aligned_position<Expr>(spec_, i, valid_keys(b), inputs_.q_len);
 }
 
 Expr AttentionTerms::visible(const Expr& j, const Expr& i, const Expr& b) const {
-  std::vector<Expr> conditions;
-  if (spec_.mask == PositionMask::causal) {
-    conditions.push_back(j <= aligned_position(i, b));
-  } else if (spec_.mask == PositionMask::window) {
-    Expr p = aligned_position(i, b);
-    conditions.push_back(j >= p - spec_.window_left && j <= p + spec_.window_right);
+  if (spec_.mask == PositionMask::none && !spec_.key_padding) {
+    return Halide::Internal::const_true();
   }
-  if (spec_.key_padding) conditions.push_back(j < inputs_.key_lengths(b));
-  if (conditions.empty()) return Halide::Internal::const_true();
-  Expr seen = conditions[0];
-  for (size_t n = 1; n < conditions.size(); ++n) seen = seen && conditions[n];
-  return seen;
+  Expr p = aligned_position(i, b);
+  KeyRange<Expr> keys = visible_key_range<Expr>(spec_, p, p, valid_keys(b));
+  if (spec_.mask == PositionMask::window) return j >= keys.begin && j < keys.end;
+  return j < keys.end;  // begin is 0
 }
 
 Expr AttentionTerms::key_range_begin(const Expr& first_query, const Expr& b) const {
-  if (spec_.mask != PositionMask::window) return 0;
-  return Halide::max(aligned_position(first_query, b) - spec_.window_left, 0);
+  Expr first = aligned_position(first_query, b);
+  return visible_key_range<Expr>(spec_, first, first, valid_keys(b)).begin;
 }
 
 Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const {
-  Expr end = valid_keys(b);
-  if (spec_.mask == PositionMask::causal) {
-    end = Halide::min(end, aligned_position(last_query, b) + 1);
-  } else if (spec_.mask == PositionMask::window) {
-    end = Halide::min(end, aligned_position(last_query, b) + spec_.window_right + 1);
-  }
-  return end;
+  Expr last = aligned_position(last_query, b);
+  return visible_key_range<Expr>(spec_, last, last, valid_keys(b)).end;
 }
 
 Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,

@@ -6,8 +6,20 @@
 
 #include "attention_inputs.h"
 #include "attention_spec.h"
+#include "key_range.h"
 
 namespace attnforge {
+
+// key_range.h's min and max for Halide index expressions.
+template <>
+struct IndexOps<Halide::Expr> {
+  static Halide::Expr min(const Halide::Expr& a, const Halide::Expr& b) {
+    return Halide::min(a, b);
+  }
+  static Halide::Expr max(const Halide::Expr& a, const Halide::Expr& b) {
+    return Halide::max(a, b);
+  }
+};
 
 class AttentionTerms {
  public:
