@@ -17,14 +17,12 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
 }
 
 void JitAttention::run(KernelArguments& args) const {
-  std::vector<void*> argv = kernel_argv(spec_, args);
+  KernelArgv argv = kernel_argv(spec_, args);
   Halide::JITUserContext context;
   Halide::JITUserContext* context_ptr = &context;
-  std::vector<const void*> full_argv = {&context_ptr};
-  full_argv.insert(full_argv.end(), argv.begin(), argv.end());
   int status = 0;
   try {
-    status = callable_.call_argv_fast(full_argv.size(), full_argv.data());
+    status = callable_.call_argv_fast(argv.size() + 1, argv.with_context(&context_ptr));
   } catch (const Halide::Error& error) {
     throw KernelError(spec_.to_string() + ": " + error.what());
   }

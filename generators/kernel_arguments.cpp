@@ -13,14 +13,17 @@ void* required(halide_buffer_t* buffer, const char* name) {
 
 }  // namespace
 
-std::vector<void*> kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
-  std::vector<void*> argv = {required(args.q, "q"), required(args.k, "k"), required(args.v, "v")};
-  if (spec.key_padding) argv.push_back(required(args.key_lengths, "key_lengths"));
-  if (spec.bias == BiasKind::tensor) argv.push_back(required(args.bias, "bias"));
-  if (spec.bias == BiasKind::alibi) argv.push_back(required(args.alibi_slopes, "alibi_slopes"));
-  argv.push_back(&args.scale);
-  argv.push_back(required(args.out, "out"));
-  if (spec.return_weights) argv.push_back(required(args.weights, "weights"));
+KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
+  KernelArgv argv;
+  argv.push(required(args.q, "q"));
+  argv.push(required(args.k, "k"));
+  argv.push(required(args.v, "v"));
+  if (spec.key_padding) argv.push(required(args.key_lengths, "key_lengths"));
+  if (spec.bias == BiasKind::tensor) argv.push(required(args.bias, "bias"));
+  if (spec.bias == BiasKind::alibi) argv.push(required(args.alibi_slopes, "alibi_slopes"));
+  argv.push(&args.scale);
+  argv.push(required(args.out, "out"));
+  if (spec.return_weights) argv.push(required(args.weights, "weights"));
   return argv;
 }
 

@@ -5,7 +5,8 @@
 
 #include <HalideRuntime.h>
 
-#include <vector>
+#include <array>
+#include <cstddef>
 
 #include "attention_spec.h"
 
@@ -24,8 +25,27 @@ struct KernelArguments {
 };
 
 // Pointers in the kernel's argument order: buffers as halide_buffer_t*, the
-// scale by address. `args` must outlive the result. Throws SpecError when the
-// spec needs an argument that is null.
-std::vector<void*> kernel_argv(const AttentionSpec& spec, KernelArguments& args);
+// scale by address. Fixed storage, so a call allocates nothing; one slot
+// before the arguments holds a JIT call's user context.
+class KernelArgv {
+ public:
+  void push(void* argument) { slots_[1 + count_++] = argument; }
+  size_t size() const { return count_; }
+  // For an AOT *_argv entry point.
+  void** data() { return &slots_[1]; }
+  // For a JIT Callable: the context first, then the arguments.
+  const void* const* with_context(const void* context) {
+    slots_[0] = const_cast<void*>(context);
+    return slots_.data();
+  }
+
+ private:
+  std::array<void*, 10> slots_{};  // context + q, k, v, lengths, bias, slopes, scale, out, weights
+  size_t count_ = 0;
+};
+
+// `args` must outlive the result. Throws SpecError when the spec needs an
+// argument that is null.
+KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args);
 
 }  // namespace attnforge

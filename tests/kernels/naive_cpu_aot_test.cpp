@@ -20,7 +20,7 @@ TEST_P(NaiveCpuKernel, MatchesReference) {
   for (CaseShape shape : {CaseShape{2, 7, 33}, CaseShape{3, 1, 20}, CaseShape{1, 40, 9}}) {
     for (Layout layout : {Layout::bhld, Layout::blhd}) {
       AttentionCase c(spec, shape, {.layout = layout});
-      std::vector<void*> argv = kernel_argv(spec, c.arguments());
+      KernelArgv argv = kernel_argv(spec, c.arguments());
       ASSERT_EQ(GetParam().argv_entry(argv.data()), 0) << GetParam().spec;
       testing::Comparison result = c.compare();
       EXPECT_TRUE(result.ok) << GetParam().spec << " Lq" << shape.q_len << " Lk" << shape.kv_len
@@ -38,7 +38,7 @@ TEST_P(NaiveCpuKernel, RejectsAWrongShapeWithAnErrorCode) {
   AttentionSpec wrong = spec;
   wrong.head_dim = spec.head_dim / 2;
   AttentionCase c(wrong, {1, 3, 5});
-  std::vector<void*> argv = kernel_argv(wrong, c.arguments());
+  KernelArgv argv = kernel_argv(wrong, c.arguments());
   EXPECT_NE(GetParam().argv_entry(argv.data()), 0);
 }
 

@@ -26,7 +26,7 @@ TEST_P(NaiveCudaKernel, RunsCorrectlyOrReportsNoDevice) {
   halide_set_error_handler(record_error);
   AttentionSpec spec = AttentionSpec::parse(GetParam().spec);
   AttentionCase c(spec, {2, 7, 33});
-  std::vector<void*> argv = kernel_argv(spec, c.arguments());
+  KernelArgv argv = kernel_argv(spec, c.arguments());
   last_error.clear();
   int status = GetParam().argv_entry(argv.data());
   if (status != 0) {

@@ -17,9 +17,15 @@ using testing::CaseShape;
 using testing::Comparison;
 using testing::Layout;
 
+// The host's preset of a form; the presets need x86 with at least AVX2.
 std::string preset_for(const std::string& form) {
   int width = schedules::native_vector_width(Halide::get_host_target());
   return form + (width == 16 ? "_avx512" : "_avx2");
+}
+
+bool host_has_presets() {
+  Halide::Target host = Halide::get_host_target();
+  return host.arch == Halide::Target::X86 && host.has_feature(Halide::Target::AVX2);
 }
 
 struct FormCase {
@@ -30,6 +36,7 @@ struct FormCase {
 class FormsJit : public ::testing::TestWithParam<FormCase> {};
 
 TEST_P(FormsJit, MatchesReferenceOnOddShapes) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   AttentionSpec spec = AttentionSpec::parse(GetParam().spec);
   JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", preset_for(GetParam().form)}});
   // Lengths around and across tile sizes, Lq != Lk both ways, Lq = 1.
@@ -63,6 +70,7 @@ std::vector<FormCase> form_cases() {
 
 // Short query lengths split over keys: each split's state merged after.
 TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const char* specs[] = {"full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d64.f32",
                          "window40_0.br.alibi.mqa2.d32.f16"};
   for (const char* text : specs) {
