@@ -109,10 +109,6 @@ std::string heads_token(const AttentionSpec& spec) {
 
 }  // namespace
 
-SpecError::SpecError(std::string field, const std::string& message)
-    : std::invalid_argument(fmt::format("attention spec: {}: {}", field, message)),
-      field_(std::move(field)) {}
-
 std::string_view to_string(PositionMask mask) {
   switch (mask) {
     case PositionMask::none:

@@ -2,9 +2,10 @@
 // scale are run-time values; everything here is fixed when a kernel is compiled.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "field_error.h"
 
 namespace attnforge {
 
@@ -24,13 +25,10 @@ enum class BiasKind { none, tensor, alibi };
 enum class DType { f32, f16, bf16 };
 
 // Thrown for a spec that cannot be built; field() names the offending field.
-class SpecError : public std::invalid_argument {
+class SpecError : public FieldError {
  public:
-  SpecError(std::string field, const std::string& message);
-  const std::string& field() const { return field_; }
-
- private:
-  std::string field_;
+  SpecError(std::string field, const std::string& message)
+      : FieldError("attention spec", std::move(field), message) {}
 };
 
 struct AttentionSpec {

@@ -57,10 +57,6 @@ int int_of(const nlohmann::json& json, const char* field) {
 
 }  // namespace
 
-ScheduleError::ScheduleError(std::string field, const std::string& message)
-    : std::invalid_argument(fmt::format("schedule: {}: {}", field, message)),
-      field_(std::move(field)) {}
-
 std::string to_string(Form form) {
   return name_of(kForms, form);
 }

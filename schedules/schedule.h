@@ -5,9 +5,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "generators/field_error.h"
 
 namespace attnforge::schedules {
 
@@ -23,13 +24,10 @@ enum class ParallelLoop { batch, heads, query_tiles, kv_splits };
 enum class StoreLevel { tile, root };
 
 // Thrown for a schedule that cannot be applied; field() names the knob.
-class ScheduleError : public std::invalid_argument {
+class ScheduleError : public FieldError {
  public:
-  ScheduleError(std::string field, const std::string& message);
-  const std::string& field() const { return field_; }
-
- private:
-  std::string field_;
+  ScheduleError(std::string field, const std::string& message)
+      : FieldError("schedule", std::move(field), message) {}
 };
 
 struct Schedule {
