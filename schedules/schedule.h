@@ -1,6 +1,6 @@
 // A schedule as data: which algorithm form runs and how its loops are tiled,
 // vectorized and parallelized. It has a JSON form that round-trips; space.h
-// says which values are legal for a spec and target, apply.h turns one into
+// says which values are legal for a spec and target, apply_x86.h turns one into
 // Halide directives.
 #pragma once
 
