@@ -22,6 +22,8 @@ bool runs_in_parallel(const Schedule& s, ParallelLoop loop) {
   return std::find(s.parallel.begin(), s.parallel.end(), loop) != s.parallel.end();
 }
 
+}  // namespace
+
 Schedule with_knob(Schedule s, const std::string& name, int value) {
   for (const IntKnob& knob : int_knobs()) {
     if (name == knob.name) {
@@ -31,6 +33,8 @@ Schedule with_knob(Schedule s, const std::string& name, int value) {
   }
   throw ScheduleError(name, "is not an integer knob");
 }
+
+namespace {
 
 // Messages are formatted only for the failing check: check() runs on every
 // candidate of a search.
@@ -136,7 +140,7 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
                        {P::batch, P::heads, P::query_tiles, P::kv_splits}};
 }
 
-bool ScheduleSpace::legal(const Schedule& s) const {
+bool ScheduleSpace::contains(const Schedule& s) const {
   return !check(s, spec_, target_);
 }
 
@@ -145,25 +149,30 @@ std::vector<Schedule> ScheduleSpace::enumerate() const {
   std::set<std::string> seen;
   for (Form form : forms_) {
     for (const auto& parallel : parallel_choices_) {
-      Schedule base;
-      base.form = form;
-      base.parallel = parallel;
-      std::vector<Schedule> partial = {base};
+      std::vector<Schedule> partial;
+      for (StoreLevel level : store_levels_) {
+        Schedule base;
+        base.form = form;
+        base.parallel = parallel;
+        base.intermediates = level;
+        partial.push_back(base);
+      }
       for (const Knob& knob : knobs_) {
         std::vector<Schedule> next;
         for (const Schedule& s : partial) {
           for (int value : knob.values) next.push_back(with_knob(s, knob.name, value));
         }
-        // Knobs a form ignores collapse here, so the product stays small.
+        // Knobs a form ignores collapse here (same canonical form, same
+        // outcome of the knobs still to set), so the product stays small.
         partial.clear();
         std::set<std::string> distinct;
         for (const Schedule& s : next) {
-          Schedule c = canonical(s);
-          if (distinct.insert(c.to_json().dump()).second) partial.push_back(c);
+          if (distinct.insert(canonical(s).to_json().dump()).second) partial.push_back(s);
         }
       }
       for (const Schedule& s : partial) {
-        if (legal(s) && seen.insert(s.to_json().dump()).second) all.push_back(s);
+        Schedule c = canonical(s);
+        if (contains(c) && seen.insert(c.to_json().dump()).second) all.push_back(c);
       }
     }
   }
@@ -176,11 +185,13 @@ Schedule ScheduleSpace::sample(std::mt19937& rng) const {
     s.form = forms_[std::uniform_int_distribution<size_t>(0, forms_.size() - 1)(rng)];
     s.parallel = parallel_choices_[std::uniform_int_distribution<size_t>(
         0, parallel_choices_.size() - 1)(rng)];
+    s.intermediates =
+        store_levels_[std::uniform_int_distribution<size_t>(0, store_levels_.size() - 1)(rng)];
     for (const Knob& knob : knobs_) {
       size_t pick = std::uniform_int_distribution<size_t>(0, knob.values.size() - 1)(rng);
       s = with_knob(s, knob.name, knob.values[pick]);
     }
-    if (legal(s)) return canonical(s);
+    if (contains(s)) return canonical(s);
   }
   throw ScheduleError("space", "no legal schedule found for " + spec_.to_string());
 }

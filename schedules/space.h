@@ -35,20 +35,31 @@ class ScheduleSpace {
   // Candidate values per integer knob (before cross-knob constraints).
   const std::vector<Knob>& knobs() const { return knobs_; }
 
+  const std::vector<std::vector<ParallelLoop>>& parallel_choices() const {
+    return parallel_choices_;
+  }
+  // Where the Q copy lives. Masked-block skipping is not searched: it is never slower.
+  const std::vector<StoreLevel>& store_levels() const { return store_levels_; }
+
+  // Whether the schedule fits this spec and target.
+  bool contains(const Schedule& schedule) const;
+
   // Every legal schedule, canonical, each once.
   std::vector<Schedule> enumerate() const;
   // A legal schedule drawn uniformly over knob combinations, canonical.
   Schedule sample(std::mt19937& rng) const;
 
  private:
-  bool legal(const Schedule& schedule) const;
-
   AttentionSpec spec_;
   Halide::Target target_;
   std::vector<Form> forms_;
   std::vector<Knob> knobs_;
   std::vector<std::vector<ParallelLoop>> parallel_choices_;
+  std::vector<StoreLevel> store_levels_ = {StoreLevel::tile, StoreLevel::root};
 };
+
+// `schedule` with integer knob `name` set to `value`; throws ScheduleError for an unknown name.
+Schedule with_knob(Schedule schedule, const std::string& name, int value);
 
 // Widest f32 vector the target has: 16 with AVX-512, 8 with AVX, else 4.
 int native_vector_width(const Halide::Target& target);

@@ -1,0 +1,109 @@
+#include "database.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace attnforge::autotune {
+
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& path, const char* what) {
+  throw std::runtime_error("tuning database " + path.string() + ": " + what + ": " +
+                           std::strerror(errno));
+}
+
+// Writes all of `text`; a short write (disk full) is an error, not a retry,
+// so a line is never split across two writes.
+void write_all(int fd, const std::string& text, const std::filesystem::path& path) {
+  ssize_t written = ::write(fd, text.data(), text.size());
+  if (written != static_cast<ssize_t>(text.size())) fail(path, "write");
+}
+
+// True when the file is non-empty and its last byte is not a newline: a
+// killed writer left a torn line that the next record must not extend.
+bool ends_torn(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || info.st_size == 0) return false;
+  char last = '\n';
+  return ::pread(fd, &last, 1, info.st_size - 1) == 1 && last != '\n';
+}
+
+}  // namespace
+
+Database::Database(std::filesystem::path path) : path_(std::move(path)) {
+  reload();
+}
+
+void Database::reload() {
+  records_.clear();
+  keys_.clear();
+  skipped_ = 0;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.size() > kMaxRecordBytes) {
+      ++skipped_;
+      continue;
+    }
+    nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
+    try {
+      if (json.is_discarded()) throw std::invalid_argument("not JSON");
+      add(Record::from_json(json));
+    } catch (const std::invalid_argument&) {
+      ++skipped_;
+    }
+  }
+}
+
+void Database::append(const Record& record) {
+  append(std::vector<Record>{record});
+}
+
+void Database::append(const std::vector<Record>& records) {
+  std::string lines;
+  for (const Record& record : records) {
+    std::string line = record.to_json().dump() + "\n";
+    if (line.size() > kMaxRecordBytes) throw std::invalid_argument("record too large to store");
+    lines += line;
+  }
+  if (lines.empty()) return;
+  int fd = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path_, "open");
+  try {
+    if (ends_torn(fd)) lines.insert(0, "\n");
+    write_all(fd, lines, path_);
+    if (::fsync(fd) != 0) fail(path_, "fsync");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  for (const Record& record : records) add(record);
+}
+
+void Database::add(Record record) {
+  keys_.insert(record.key());
+  records_.push_back(std::move(record));
+}
+
+std::optional<Record> Database::best(const std::string& spec, const std::string& target,
+                                     const std::string& bucket) const {
+  std::optional<Record> best;
+  for (const Record& r : records_) {
+    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket) {
+      continue;
+    }
+    if (!best || r.ms_median < best->ms_median) best = r;
+  }
+  return best;
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,53 @@
+// The tuning database: append-only JSONL, one Record a line. Each append is
+// one write(2) on an O_APPEND descriptor followed by fsync, so a kill at any
+// moment loses at most the record being written, and two writers never
+// interleave within a line. Loading skips a torn or foreign line, never the file.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "record.h"
+
+namespace attnforge::autotune {
+
+// A line longer than this is not a record (and is skipped unread).
+constexpr size_t kMaxRecordBytes = 1 << 20;
+
+class Database {
+ public:
+  // Loads `path` if it exists; a missing file is an empty database.
+  explicit Database(std::filesystem::path path);
+
+  // Appends durably; throws std::runtime_error naming the file on an I/O error.
+  void append(const Record& record);
+  // Appends many records with one write and one fsync (merging, importing).
+  void append(const std::vector<Record>& records);
+
+  // Reads the file again (e.g. after another process wrote to it).
+  void reload();
+
+  const std::vector<Record>& records() const { return records_; }
+  // Lines that were not records: torn by a kill, hand-edited, too long.
+  size_t skipped_lines() const { return skipped_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  bool contains(const std::string& key) const { return keys_.count(key) != 0; }
+
+  // The fastest correct record for (spec, target, bucket), if any.
+  std::optional<Record> best(const std::string& spec, const std::string& target,
+                             const std::string& bucket) const;
+
+ private:
+  void add(Record record);
+
+  std::filesystem::path path_;
+  std::vector<Record> records_;
+  std::unordered_set<std::string> keys_;
+  size_t skipped_ = 0;
+};
+
+}  // namespace attnforge::autotune

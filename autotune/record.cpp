@@ -1,0 +1,98 @@
+#include "record.h"
+
+#include <array>
+#include <ctime>
+#include <stdexcept>
+
+namespace attnforge::autotune {
+
+namespace {
+
+constexpr std::array<std::pair<Status, const char*>, 6> kStatuses = {{
+    {Status::ok, "ok"},
+    {Status::wrong, "wrong"},
+    {Status::crashed, "crashed"},
+    {Status::timed_out, "timed_out"},
+    {Status::compile_failed, "compile_failed"},
+    {Status::invalid, "invalid"},
+}};
+
+Status status_of(const std::string& text) {
+  for (const auto& [status, name] : kStatuses) {
+    if (text == name) return status;
+  }
+  throw std::invalid_argument("record: status: '" + text + "' is unknown");
+}
+
+template <typename T>
+T field(const nlohmann::json& json, const char* name) {
+  auto found = json.find(name);
+  if (found == json.end())
+    throw std::invalid_argument(std::string("record: ") + name + ": missing");
+  try {
+    return found->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument(std::string("record: ") + name + ": wrong type");
+  }
+}
+
+}  // namespace
+
+std::string to_string(Status status) {
+  for (const auto& [s, name] : kStatuses) {
+    if (s == status) return name;
+  }
+  return "?";
+}
+
+std::string Record::key() const {
+  return spec + "|" + target + "|" + bucket + "|" + schedule.dump();
+}
+
+nlohmann::json Record::to_json() const {
+  return {{"spec", spec},
+          {"target", target},
+          {"bucket", bucket},
+          {"schedule", schedule},
+          {"status", to_string(status)},
+          {"ms_median", ms_median},
+          {"ms_min", ms_min},
+          {"ms_max", ms_max},
+          {"detail", detail},
+          {"strategy", strategy},
+          {"attnforge_version", attnforge_version},
+          {"halide_version", halide_version},
+          {"time", time}};
+}
+
+Record Record::from_json(const nlohmann::json& json) {
+  if (!json.is_object()) throw std::invalid_argument("record: not a JSON object");
+  Record r;
+  r.spec = field<std::string>(json, "spec");
+  r.target = field<std::string>(json, "target");
+  r.bucket = field<std::string>(json, "bucket");
+  auto schedule = json.find("schedule");
+  if (schedule == json.end()) throw std::invalid_argument("record: schedule: missing");
+  r.schedule = *schedule;
+  r.status = status_of(field<std::string>(json, "status"));
+  r.ms_median = field<double>(json, "ms_median");
+  r.ms_min = field<double>(json, "ms_min");
+  r.ms_max = field<double>(json, "ms_max");
+  r.detail = json.value("detail", "");
+  r.strategy = json.value("strategy", "");
+  r.attnforge_version = json.value("attnforge_version", "");
+  r.halide_version = json.value("halide_version", "");
+  r.time = json.value("time", "");
+  return r;
+}
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace attnforge::autotune

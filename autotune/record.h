@@ -1,0 +1,40 @@
+// One measurement in the tuning database: which kernel (spec, target, shape
+// bucket, schedule), how it went, and with which tool versions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attnforge::autotune {
+
+// ok: correct and timed. wrong: output differs from the reference. The rest
+// never produced a timing.
+enum class Status { ok, wrong, crashed, timed_out, compile_failed, invalid };
+
+std::string to_string(Status status);
+
+struct Record {
+  std::string spec;         // canonical spec string
+  std::string target;       // full Halide target string
+  std::string bucket;       // shape bucket (shape_bucket.h)
+  nlohmann::json schedule;  // canonical schedule JSON, or a name for "naive"/autoschedulers
+  Status status = Status::ok;
+  double ms_median = 0.0, ms_min = 0.0, ms_max = 0.0;
+  std::string detail;  // error text for failures
+  std::string strategy;
+  std::string attnforge_version;
+  std::string halide_version;
+  std::string time;  // UTC, ISO 8601
+
+  // What makes two records the same candidate: spec, target, bucket, schedule.
+  std::string key() const;
+
+  nlohmann::json to_json() const;
+  // Throws std::invalid_argument naming the missing or ill-typed field.
+  static Record from_json(const nlohmann::json& json);
+};
+
+// The current UTC time as ISO 8601, for Record::time.
+std::string utc_now();
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,36 @@
+#include "shape_bucket.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace attnforge::autotune {
+
+namespace {
+
+int power_of_two_at_or_above(int value, int floor) {
+  int bucket = floor;
+  while (bucket < value) bucket *= 2;
+  return bucket;
+}
+
+}  // namespace
+
+int length_bucket(int length) {
+  return power_of_two_at_or_above(length, 16);
+}
+int batch_bucket(int batch) {
+  return power_of_two_at_or_above(batch, 1);
+}
+
+std::string shape_bucket(int batch, int q_len, int kv_len) {
+  if (batch < 1 || q_len < 1 || kv_len < 1 || batch > (1 << 24) || q_len > (1 << 28) ||
+      kv_len > (1 << 28)) {
+    throw std::invalid_argument(
+        fmt::format("shape bucket: batch {}, Lq {}, Lk {} out of range", batch, q_len, kv_len));
+  }
+  return fmt::format("b{}.q{}.k{}", batch_bucket(batch), length_bucket(q_len),
+                     length_bucket(kv_len));
+}
+
+}  // namespace attnforge::autotune

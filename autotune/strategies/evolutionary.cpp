@@ -1,0 +1,77 @@
+#include "evolutionary.h"
+
+#include <algorithm>
+
+namespace attnforge::autotune {
+
+using schedules::Schedule;
+
+namespace {
+
+constexpr size_t kPopulation = 8;  // parents: the fastest correct trials
+constexpr int kAttemptsPerChild = 20;
+
+template <typename T>
+const T& pick(const std::vector<T>& values, std::mt19937& rng) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+}  // namespace
+
+Schedule EvolutionaryStrategy::mutate(Schedule s) {
+  const auto& knobs = space_.knobs();
+  // Knob index: form, parallel loops, intermediates, then the integers.
+  const size_t choice = std::uniform_int_distribution<size_t>(0, knobs.size() + 2)(rng_);
+  if (choice == 0) {
+    s.form = pick(space_.forms(), rng_);
+  } else if (choice == 1) {
+    s.parallel = pick(space_.parallel_choices(), rng_);
+  } else if (choice == 2) {
+    s.intermediates = pick(space_.store_levels(), rng_);
+  } else {
+    const schedules::Knob& knob = knobs[choice - 3];
+    s = schedules::with_knob(s, knob.name, pick(knob.values, rng_));
+  }
+  return s;
+}
+
+Schedule EvolutionaryStrategy::crossover(const Schedule& a, const Schedule& b) {
+  auto coin = [&] { return std::uniform_int_distribution<int>(0, 1)(rng_) == 1; };
+  Schedule child = a;
+  if (coin()) child.form = b.form;
+  if (coin()) child.parallel = b.parallel;
+  if (coin()) child.intermediates = b.intermediates;
+  for (const schedules::IntKnob& knob : schedules::int_knobs()) {
+    if (coin()) child.*knob.member = b.*knob.member;
+  }
+  return child;
+}
+
+const Schedule& EvolutionaryStrategy::tournament(const std::vector<Trial>& parents) {
+  const Trial& a = pick(parents, rng_);
+  const Trial& b = pick(parents, rng_);
+  return a.ms <= b.ms ? a.schedule : b.schedule;
+}
+
+std::vector<Schedule> EvolutionaryStrategy::generate(const std::vector<Trial>& history, int count) {
+  std::vector<Trial> parents = fastest_first(history);
+  if (parents.size() > kPopulation) parents.resize(kPopulation);
+  std::vector<Schedule> drawn;
+  for (int n = 0; n < count; ++n) {
+    Schedule child = space_.sample(rng_);
+    for (int attempt = 0; attempt < kAttemptsPerChild && parents.size() >= 2; ++attempt) {
+      Schedule candidate = std::uniform_int_distribution<int>(0, 1)(rng_) == 1
+                               ? mutate(crossover(tournament(parents), tournament(parents)))
+                               : mutate(tournament(parents));
+      candidate = schedules::canonical(candidate);
+      if (space_.contains(candidate) && !seen(candidate)) {
+        child = candidate;
+        break;
+      }
+    }
+    drawn.push_back(child);
+  }
+  return drawn;
+}
+
+}  // namespace attnforge::autotune

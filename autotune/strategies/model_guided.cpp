@@ -1,0 +1,85 @@
+#include "model_guided.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnforge::autotune {
+
+using schedules::Schedule;
+
+namespace {
+
+constexpr size_t kNeighbours = 3;
+constexpr int kCandidatesPerProposal = 32;
+constexpr int kRandomEvery = 4;
+
+// Knobs as numbers on comparable scales: log2 of the integers, one-hot form.
+std::vector<double> features(const Schedule& s) {
+  std::vector<double> f;
+  for (schedules::Form form :
+       {schedules::Form::materialized, schedules::Form::fused, schedules::Form::online}) {
+    f.push_back(s.form == form ? 2.0 : 0.0);
+  }
+  for (const schedules::IntKnob& knob : schedules::int_knobs()) {
+    f.push_back(std::log2(std::max(1, s.*knob.member)));
+  }
+  f.push_back(static_cast<double>(s.parallel.size()));
+  f.push_back(s.intermediates == schedules::StoreLevel::root ? 1.0 : 0.0);
+  f.push_back(s.skip_masked_blocks ? 1.0 : 0.0);
+  return f;
+}
+
+double distance(const std::vector<double>& a, const std::vector<double>& b) {
+  double sum = 0.0;
+  for (size_t n = 0; n < a.size(); ++n) sum += (a[n] - b[n]) * (a[n] - b[n]);
+  return sum;
+}
+
+}  // namespace
+
+double ModelGuidedStrategy::predict(const std::vector<Trial>& history, const Schedule& schedule) {
+  std::vector<std::pair<double, double>> neighbours;  // (distance, log ms)
+  const std::vector<double> x = features(schedule);
+  for (const Trial& trial : history) {
+    if (trial.status != Status::ok || trial.ms <= 0.0) continue;
+    neighbours.push_back({distance(x, features(trial.schedule)), std::log(trial.ms)});
+  }
+  if (neighbours.empty()) return 0.0;
+  std::sort(neighbours.begin(), neighbours.end());
+  const size_t k = std::min(kNeighbours, neighbours.size());
+  double weighted = 0.0, weights = 0.0;
+  for (size_t n = 0; n < k; ++n) {
+    double w = 1.0 / (1e-3 + neighbours[n].first);
+    weighted += w * neighbours[n].second;
+    weights += w;
+  }
+  return weighted / weights;
+}
+
+std::vector<Schedule> ModelGuidedStrategy::generate(const std::vector<Trial>& history, int count) {
+  const bool fitted = fastest_first(history).size() >= kNeighbours;
+  std::vector<Schedule> drawn;
+  for (int n = 0; n < count; ++n) {
+    if (!fitted || n % kRandomEvery == kRandomEvery - 1) {
+      drawn.push_back(space_.sample(rng_));
+      continue;
+    }
+    Schedule best = space_.sample(rng_);
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (int c = 0; c < kCandidatesPerProposal; ++c) {
+      Schedule candidate = space_.sample(rng_);
+      if (seen(candidate)) continue;
+      bool duplicate = std::find(drawn.begin(), drawn.end(), candidate) != drawn.end();
+      double cost = predict(history, candidate);
+      if (!duplicate && cost < best_cost) {
+        best = candidate;
+        best_cost = cost;
+      }
+    }
+    drawn.push_back(best);
+  }
+  return drawn;
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,70 @@
+#include "strategy.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "evolutionary.h"
+#include "exhaustive.h"
+#include "model_guided.h"
+#include "random_search.h"
+
+namespace attnforge::autotune {
+
+using schedules::Schedule;
+
+Strategy::Strategy(const schedules::ScheduleSpace& space, uint32_t seed,
+                   std::vector<Schedule> seeds)
+    : space_(space), rng_(seed), seeds_(std::move(seeds)) {}
+
+bool Strategy::seen(const Schedule& schedule) const {
+  return seen_.count(schedules::canonical(schedule).to_json().dump()) != 0;
+}
+
+std::vector<Schedule> Strategy::propose(const std::vector<Trial>& history, int count) {
+  // History only grows between calls: take in just what is new.
+  for (size_t n = history_taken_; n < history.size(); ++n) {
+    seen_.insert(schedules::canonical(history[n].schedule).to_json().dump());
+  }
+  history_taken_ = history.size();
+  std::vector<Schedule> chosen;
+  auto take = [&](const Schedule& candidate) {
+    Schedule c = schedules::canonical(candidate);
+    if (static_cast<int>(chosen.size()) >= count || !space_.contains(c)) return;
+    if (seen_.insert(c.to_json().dump()).second) chosen.push_back(c);
+  };
+  for (const Schedule& seed : seeds_) take(seed);
+  // A few rounds: a strategy may draw candidates that turn out seen.
+  for (int round = 0; round < 8 && static_cast<int>(chosen.size()) < count; ++round) {
+    std::vector<Schedule> drawn = generate(history, count - static_cast<int>(chosen.size()));
+    if (drawn.empty()) break;
+    for (const Schedule& candidate : drawn) take(candidate);
+  }
+  return chosen;
+}
+
+std::vector<Trial> fastest_first(const std::vector<Trial>& history) {
+  std::vector<Trial> ok;
+  for (const Trial& trial : history) {
+    if (trial.status == Status::ok) ok.push_back(trial);
+  }
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const Trial& a, const Trial& b) { return a.ms < b.ms; });
+  return ok;
+}
+
+std::vector<std::string> strategy_names() {
+  return {"exhaustive", "random", "evolutionary", "model"};
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name,
+                                        const schedules::ScheduleSpace& space, uint32_t seed,
+                                        std::vector<Schedule> seeds) {
+  if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(space, seed, seeds);
+  if (name == "random") return std::make_unique<RandomStrategy>(space, seed, seeds);
+  if (name == "evolutionary") return std::make_unique<EvolutionaryStrategy>(space, seed, seeds);
+  if (name == "model") return std::make_unique<ModelGuidedStrategy>(space, seed, seeds);
+  throw std::invalid_argument("strategy '" + name +
+                              "' is unknown; expected exhaustive, random, evolutionary or model");
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,68 @@
+// A search strategy proposes schedules to measure next, given every result so
+// far. Each is a small module behind this one interface and is deterministic
+// for a given seed and history, so it can be tested on recorded results
+// without compiling anything.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autotune/record.h"
+#include "schedules/schedule.h"
+#include "schedules/space.h"
+
+namespace attnforge::autotune {
+
+// One candidate's outcome as a strategy sees it.
+struct Trial {
+  schedules::Schedule schedule;
+  Status status = Status::ok;
+  double ms = 0.0;  // median; meaningful only when status is ok
+};
+
+class Strategy {
+ public:
+  // `seeds` (e.g. the presets) are proposed first, before anything the strategy draws.
+  Strategy(const schedules::ScheduleSpace& space, uint32_t seed,
+           std::vector<schedules::Schedule> seeds);
+  virtual ~Strategy() = default;
+
+  virtual std::string name() const = 0;
+
+  // Up to `count` canonical, legal schedules never tried nor proposed before;
+  // fewer (possibly none) when the strategy has run out. `history` is the same
+  // growing list on every call (earlier entries unchanged).
+  std::vector<schedules::Schedule> propose(const std::vector<Trial>& history, int count);
+
+ protected:
+  // Candidates in order of preference; propose() drops the seen and illegal ones.
+  virtual std::vector<schedules::Schedule> generate(const std::vector<Trial>& history,
+                                                    int count) = 0;
+
+  bool seen(const schedules::Schedule& schedule) const;
+
+  const schedules::ScheduleSpace& space_;
+  std::mt19937 rng_;
+
+ private:
+  std::vector<schedules::Schedule> seeds_;
+  std::set<std::string> seen_;
+  size_t history_taken_ = 0;
+};
+
+// The correct trials, fastest first.
+std::vector<Trial> fastest_first(const std::vector<Trial>& history);
+
+// Names: exhaustive, random, evolutionary, model. Throws std::invalid_argument
+// listing them for any other name.
+std::unique_ptr<Strategy> make_strategy(const std::string& name,
+                                        const schedules::ScheduleSpace& space, uint32_t seed,
+                                        std::vector<schedules::Schedule> seeds);
+
+std::vector<std::string> strategy_names();
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,151 @@
+// The tuning database keeps every complete record through kills, torn lines,
+// foreign lines and concurrent writers.
+#include "autotune/database.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+
+#include "autotune/shape_bucket.h"
+
+namespace attnforge::autotune {
+namespace {
+
+class TempFile {
+ public:
+  TempFile() {
+    char name[] = "/tmp/attnforge_db_XXXXXX";
+    int fd = mkstemp(name);
+    ::close(fd);
+    std::filesystem::remove(name);
+    path = name;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+  std::filesystem::path path;
+};
+
+Record make_record(int n, double ms = 1.0, Status status = Status::ok) {
+  Record r;
+  r.spec = "causal.mha8.d64.f32";
+  r.target = "x86-64-linux-avx-avx2-fma";
+  r.bucket = "b1.q2048.k2048";
+  r.schedule = {{"form", "online"}, {"query_tile", n}};
+  r.status = status;
+  r.ms_median = r.ms_min = r.ms_max = ms;
+  r.time = utc_now();
+  return r;
+}
+
+void append_raw(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::app | std::ios::binary) << text;
+}
+
+TEST(Database, AppendedRecordsLoadBackEqual) {
+  TempFile file;
+  {
+    Database db(file.path);
+    EXPECT_TRUE(db.records().empty());
+    db.append(make_record(1, 2.0));
+    db.append(make_record(2, 1.5, Status::wrong));
+    EXPECT_TRUE(db.contains(make_record(1).key()));
+  }
+  Database db(file.path);
+  ASSERT_EQ(db.records().size(), 2u);
+  Record expected = make_record(1, 2.0);
+  expected.time = db.records()[0].time;
+  EXPECT_EQ(db.records()[0].to_json(), expected.to_json());
+  EXPECT_EQ(db.records()[1].status, Status::wrong);
+  EXPECT_EQ(db.skipped_lines(), 0u);
+}
+
+TEST(Database, BestIsTheFastestCorrectRecord) {
+  TempFile file;
+  Database db(file.path);
+  db.append(make_record(1, 3.0));
+  db.append(make_record(2, 1.0, Status::wrong));  // faster but wrong
+  db.append(make_record(3, 2.0));
+  auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->schedule["query_tile"], 3);
+  EXPECT_FALSE(db.best("causal.mha8.d64.f32", "other", "b1.q2048.k2048").has_value());
+}
+
+TEST(Database, TornAndForeignLinesAreSkippedNotTheFile) {
+  TempFile file;
+  Database writer(file.path);
+  writer.append(make_record(1));
+  append_raw(file.path, "this is not json\n{\"spec\": 3}\n\n");
+  std::string torn = make_record(2).to_json().dump();
+  append_raw(file.path, torn.substr(0, torn.size() / 2));  // a writer killed mid-line
+  writer.append(make_record(3));                           // must start on a fresh line
+  Database db(file.path);
+  ASSERT_EQ(db.records().size(), 2u);
+  EXPECT_EQ(db.records()[1].schedule["query_tile"], 3);
+  EXPECT_EQ(db.skipped_lines(), 3u);  // not json, not a record, torn
+}
+
+TEST(Database, OverlongLineIsSkipped) {
+  TempFile file;
+  append_raw(file.path, std::string(kMaxRecordBytes + 10, '[') + "\n");
+  Database db(file.path);
+  db.append(make_record(1));
+  db.reload();
+  EXPECT_EQ(db.records().size(), 1u);
+  EXPECT_EQ(db.skipped_lines(), 1u);
+}
+
+TEST(Database, TwoWritersNeverInterleave) {
+  TempFile file;
+  constexpr int kEach = 200;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  const int offset = child == 0 ? 100000 : 0;
+  {
+    Database db(file.path);
+    for (int n = 0; n < kEach; ++n) db.append(make_record(offset + n));
+  }
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  Database db(file.path);
+  EXPECT_EQ(db.records().size(), 2u * kEach);
+  EXPECT_EQ(db.skipped_lines(), 0u);
+}
+
+TEST(Database, KilledWriterLosesAtMostTheRecordInFlight) {
+  TempFile file;
+  std::mt19937 rng(9);
+  size_t loaded = 0;
+  for (int kill_round = 0; kill_round < 10; ++kill_round) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      Database db(file.path);
+      for (int n = 0;; ++n) db.append(make_record(kill_round * 1000000 + n));
+    }
+    usleep(std::uniform_int_distribution<int>(2000, 20000)(rng));
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    Database db(file.path);  // always loads
+    EXPECT_GE(db.records().size(), loaded);
+    EXPECT_LE(db.skipped_lines(), static_cast<size_t>(kill_round + 1));
+    loaded = db.records().size();
+  }
+  EXPECT_GT(loaded, 0u);
+}
+
+TEST(ShapeBucket, LengthsRoundUpToPowersOfTwo) {
+  EXPECT_EQ(shape_bucket(1, 2048, 2048), "b1.q2048.k2048");
+  EXPECT_EQ(shape_bucket(1, 1025, 2000), "b1.q2048.k2048");
+  EXPECT_EQ(shape_bucket(3, 1, 17), "b4.q16.k32");
+  EXPECT_NE(shape_bucket(1, 2049, 2048), shape_bucket(1, 2048, 2048));
+  EXPECT_THROW(shape_bucket(0, 16, 16), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attnforge::autotune
