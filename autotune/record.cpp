@@ -17,13 +17,6 @@ constexpr std::array<std::pair<Status, const char*>, 6> kStatuses = {{
     {Status::invalid, "invalid"},
 }};
 
-Status status_of(const std::string& text) {
-  for (const auto& [status, name] : kStatuses) {
-    if (text == name) return status;
-  }
-  throw std::invalid_argument("record: status: '" + text + "' is unknown");
-}
-
 template <typename T>
 T field(const nlohmann::json& json, const char* name) {
   auto found = json.find(name);
@@ -37,6 +30,13 @@ T field(const nlohmann::json& json, const char* name) {
 }
 
 }  // namespace
+
+Status status_of(const std::string& text) {
+  for (const auto& [status, name] : kStatuses) {
+    if (text == name) return status;
+  }
+  throw std::invalid_argument("record: status: '" + text + "' is unknown");
+}
 
 std::string to_string(Status status) {
   for (const auto& [s, name] : kStatuses) {

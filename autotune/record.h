@@ -12,6 +12,8 @@ namespace attnforge::autotune {
 enum class Status { ok, wrong, crashed, timed_out, compile_failed, invalid };
 
 std::string to_string(Status status);
+// Throws std::invalid_argument for an unknown name.
+Status status_of(const std::string& name);
 
 struct Record {
   std::string spec;         // canonical spec string

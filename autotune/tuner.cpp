@@ -1,0 +1,219 @@
+#include "tuner.h"
+
+#include <chrono>
+#include <fstream>
+
+#include "checker.h"
+#include "generators/jit_attention.h"
+#include "schedules/presets.h"
+#include "schedules/space.h"
+#include "shape_bucket.h"
+#include "strategies/strategy.h"
+
+namespace attnforge::autotune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using schedules::Schedule;
+
+std::string halide_version() {
+  return std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) + "." +
+         std::to_string(HALIDE_VERSION_PATCH);
+}
+
+// What every measuring child does: compile, run once and check, then time.
+class Measurement {
+ public:
+  Measurement(const TuneOptions& options, std::filesystem::path expected_path)
+      : options_(options), expected_path_(std::move(expected_path)) {}
+
+  // The naive baseline: writes the reference output, and times it when asked.
+  Job baseline(bool timed) const {
+    return [this, timed](MeasurementGate& gate) {
+      JitAttention kernel(options_.spec, options_.target, {{"schedule", "naive"}});
+      TuningInputs inputs(options_.spec, options_.shape, options_.seed);
+      gate.enter();
+      JitAttention::set_num_threads(options_.threads);
+      kernel.run(inputs.arguments());
+      std::vector<float> out = inputs.output();
+      std::ofstream(expected_path_, std::ios::binary)
+          .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+      if (!timed) return Outcome{};
+      return time_runs([&] { kernel.run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+    };
+  }
+
+  Job candidate(const Schedule& schedule) const {
+    std::string json = schedule.to_json().dump();
+    return [this, json](MeasurementGate& gate) {
+      std::unique_ptr<JitAttention> kernel;
+      try {
+        kernel = std::make_unique<JitAttention>(
+            options_.spec, options_.target, std::map<std::string, std::string>{{"schedule", json}});
+      } catch (const schedules::ScheduleError& error) {
+        return Outcome{Status::invalid, 0, 0, 0, error.what()};
+      } catch (const std::exception& error) {
+        return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
+      }
+      TuningInputs inputs(options_.spec, options_.shape, options_.seed);
+      gate.enter();
+      JitAttention::set_num_threads(options_.threads);
+      inputs.clear_output();
+      kernel->run(inputs.arguments());
+      CheckResult check = check_output(inputs.output(), expected(), options_.spec.dtype);
+      if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
+      return time_runs([&] { kernel->run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+    };
+  }
+
+ private:
+  std::vector<float> expected() const {
+    std::ifstream in(expected_path_, std::ios::binary | std::ios::ate);
+    std::vector<float> values(static_cast<size_t>(in.tellg()) / sizeof(float));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(values.data()), values.size() * sizeof(float));
+    return values;
+  }
+
+  const TuneOptions& options_;
+  std::filesystem::path expected_path_;
+};
+
+Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
+                   const Outcome& outcome) {
+  Record r;
+  r.spec = options.spec.to_string();
+  r.target = options.target.to_string();
+  r.bucket = shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+  r.schedule = schedule;
+  r.status = outcome.status;
+  r.ms_median = outcome.ms_median;
+  r.ms_min = outcome.ms_min;
+  r.ms_max = outcome.ms_max;
+  r.detail = outcome.detail.substr(0, 2000);
+  r.strategy = options.strategy;
+  r.attnforge_version = ATTNFORGE_VERSION;
+  r.halide_version = halide_version();
+  r.time = utc_now();
+  return r;
+}
+
+std::filesystem::path make_work_dir() {
+  char name[] = "/tmp/attnforge_tune_XXXXXX";
+  if (!::mkdtemp(name)) throw std::runtime_error("cannot create a temporary folder");
+  return name;
+}
+
+// Presets that fit this spec and target seed every strategy.
+std::vector<Schedule> preset_seeds(const TuneOptions& options) {
+  std::vector<Schedule> seeds;
+  for (const std::string& name : schedules::preset_names()) {
+    Schedule preset = schedules::load_preset(name);
+    if (!schedules::check(preset, options.spec, options.target)) seeds.push_back(preset);
+  }
+  return seeds;
+}
+
+}  // namespace
+
+std::string record_key(const TuneOptions& options, const nlohmann::json& schedule) {
+  return make_record(options, schedule, {}).key();
+}
+
+double parse_duration(const std::string& text) {
+  size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (used == 0 || scale < 0 || value < 0) {
+    throw std::invalid_argument("duration '" + text + "': expected e.g. 90s, 3m, 1h");
+  }
+  return value * scale;
+}
+
+TuneSummary tune(const TuneOptions& options, Database& database,
+                 const std::function<void(const Progress&)>& on_progress) {
+  options.spec.validate();
+  const auto start = Clock::now();
+  auto seconds_left = [&] {
+    return options.budget_seconds - std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const std::filesystem::path work_dir = make_work_dir();
+  ContainedRunner runner(work_dir, options.runner);
+  Measurement measurement(options, work_dir / "expected.bin");
+  TuneSummary summary;
+  Progress& progress = summary.progress;
+  const std::string bucket =
+      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+
+  const std::string naive_key = record_key(options, "naive");
+  bool naive_recorded = database.contains(naive_key);
+  Outcome baseline = runner.run({measurement.baseline(!naive_recorded)})[0];
+  if (baseline.status != Status::ok) {
+    std::filesystem::remove_all(work_dir);
+    throw std::runtime_error("the naive baseline failed: " + baseline.detail);
+  }
+  if (!naive_recorded) database.append(make_record(options, "naive", baseline));
+
+  std::vector<Trial> history;
+  for (const Record& r : database.records()) {
+    if (r.spec != options.spec.to_string() || r.target != options.target.to_string() ||
+        r.bucket != bucket) {
+      continue;
+    }
+    if (r.schedule.is_string()) {
+      if (r.schedule == "naive" && r.status == Status::ok) progress.naive_ms = r.ms_median;
+      continue;
+    }
+    history.push_back({Schedule::from_json(r.schedule), r.status, r.ms_median});
+  }
+  auto update_best = [&] {
+    summary.best = database.best(options.spec.to_string(), options.target.to_string(), bucket);
+    // The naive record competes too; best_ms is the best tuned schedule.
+    std::vector<Trial> ok = fastest_first(history);
+    progress.best_ms = ok.empty() ? 0.0 : ok.front().ms;
+  };
+  update_best();
+
+  schedules::ScheduleSpace space(options.spec, options.target);
+  auto strategy = make_strategy(options.strategy, space, options.seed, preset_seeds(options));
+  std::hash<std::string> hash;
+  while (seconds_left() > 0) {
+    std::vector<Schedule> proposed = strategy->propose(history, 2 * options.runner.parallel_jobs);
+    if (proposed.empty()) break;  // the strategy has run out of candidates
+    std::vector<Schedule> batch;
+    for (const Schedule& s : proposed) {
+      std::string key = record_key(options, s.to_json());
+      if (hash(key) % options.shards != static_cast<size_t>(options.shard)) {
+        history.push_back({s, Status::invalid, 0.0});  // another shard's: not ours to try
+        continue;
+      }
+      if (!database.contains(key)) batch.push_back(s);
+    }
+    if (batch.empty()) continue;  // all another shard's or already recorded
+    std::vector<Job> jobs;
+    for (const Schedule& s : batch) jobs.push_back(measurement.candidate(s));
+    std::vector<Outcome> outcomes = runner.run(jobs);
+    std::vector<Record> records;
+    for (size_t n = 0; n < batch.size(); ++n) {
+      records.push_back(make_record(options, batch[n].to_json(), outcomes[n]));
+      history.push_back({batch[n], outcomes[n].status, outcomes[n].ms_median});
+      ++progress.measured;
+      if (outcomes[n].status != Status::ok) ++progress.failures;
+    }
+    database.append(records);
+    update_best();
+    progress.seconds_left = std::max(0.0, seconds_left());
+    if (on_progress) on_progress(progress);
+  }
+  std::filesystem::remove_all(work_dir);
+  return summary;
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,57 @@
+// One tuning run: the naive baseline and the reference output first, then
+// candidates from a strategy, measured in contained child processes, checked
+// against the reference and recorded in the database, until the budget is
+// spent. A rerun with the same database continues: recorded candidates are
+// history, never measured again.
+#pragma once
+
+#include <Halide.h>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "database.h"
+#include "runner.h"
+#include "tuning_inputs.h"
+
+namespace attnforge::autotune {
+
+struct TuneOptions {
+  AttentionSpec spec;
+  Halide::Target target = Halide::get_host_target();
+  TuningShape shape;
+  double budget_seconds = 180;
+  std::string strategy = "evolutionary";
+  uint32_t seed = 1;
+  int threads = 0;  // kernel threads while measuring; 0: one per core
+  int shard = 0;    // this machine takes the candidates whose key hashes to shard (mod shards)
+  int shards = 1;
+  RunnerOptions runner;
+  double min_measure_seconds = 0.2;
+};
+
+struct Progress {
+  int measured = 0;      // this run
+  int failures = 0;      // this run: wrong, crashed, timed out, failed to compile
+  double best_ms = 0.0;  // 0 until a correct candidate exists (any run)
+  double naive_ms = 0.0;
+  double seconds_left = 0.0;
+};
+
+struct TuneSummary {
+  Progress progress;
+  std::optional<Record> best;
+};
+
+TuneSummary tune(const TuneOptions& options, Database& database,
+                 const std::function<void(const Progress&)>& on_progress = {});
+
+// "3m", "90s", "1h", "45" (seconds); throws std::invalid_argument otherwise.
+double parse_duration(const std::string& text);
+
+// The key a record of `schedule` gets in this run's (spec, target, bucket).
+std::string record_key(const TuneOptions& options, const nlohmann::json& schedule);
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,122 @@
+#include "tuning_inputs.h"
+
+#include <Halide.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace attnforge::autotune {
+
+namespace {
+
+halide_type_t type_of(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return halide_type_t(halide_type_float, 32);
+    case DType::f16:
+      return halide_type_t(halide_type_float, 16);
+    case DType::bf16:
+      return halide_type_t(halide_type_bfloat, 16);
+  }
+  return halide_type_t(halide_type_float, 32);
+}
+
+void store(void* at, DType dtype, float value) {
+  switch (dtype) {
+    case DType::f32:
+      *static_cast<float*>(at) = value;
+      break;
+    case DType::f16:
+      *static_cast<uint16_t*>(at) = Halide::float16_t(value).to_bits();
+      break;
+    case DType::bf16:
+      *static_cast<uint16_t*>(at) = Halide::bfloat16_t(value).to_bits();
+      break;
+  }
+}
+
+float load(const void* at, DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return *static_cast<const float*>(at);
+    case DType::f16:
+      return static_cast<float>(
+          Halide::float16_t::make_from_bits(*static_cast<const uint16_t*>(at)));
+    case DType::bf16:
+      return static_cast<float>(
+          Halide::bfloat16_t::make_from_bits(*static_cast<const uint16_t*>(at)));
+  }
+  return 0.0f;
+}
+
+}  // namespace
+
+TuningInputs::Tensor TuningInputs::make(int x0, int x1, int x2, int x3) {
+  return Tensor(type_of(spec_.dtype), x0, x1, x2, x3);
+}
+
+void TuningInputs::fill(Tensor& tensor, float low, float high, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  uint8_t* data = static_cast<uint8_t*>(tensor.data());
+  const size_t bytes = tensor.type().bytes();
+  for (size_t n = 0; n < tensor.number_of_elements(); ++n)
+    store(data + n * bytes, spec_.dtype, dist(rng));
+}
+
+TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_t seed)
+    : spec_(spec) {
+  const int D = spec.head_dim, H = spec.heads, Hkv = spec.kv_heads, B = shape.batch;
+  q_ = make(D, shape.q_len, H, B);
+  k_ = make(D, shape.kv_len, Hkv, B);
+  v_ = make(D, shape.kv_len, Hkv, B);
+  out_ = make(D, shape.q_len, H, B);
+  fill(q_, -1, 1, seed);
+  fill(k_, -1, 1, seed + 1);
+  fill(v_, -1, 1, seed + 2);
+  args_.q = q_.raw_buffer();
+  args_.k = k_.raw_buffer();
+  args_.v = v_.raw_buffer();
+  args_.out = out_.raw_buffer();
+  args_.scale = default_scale(D);
+  if (spec.key_padding) {
+    // Every batch but the first padded to about three quarters.
+    key_lengths_ = Tensor(halide_type_t(halide_type_int, 32), B);
+    for (int b = 0; b < B; ++b) {
+      static_cast<int32_t*>(key_lengths_.data())[b] =
+          b == 0 ? shape.kv_len : (shape.kv_len * 3 + 3) / 4;
+    }
+    args_.key_lengths = key_lengths_.raw_buffer();
+  }
+  if (spec.bias == BiasKind::tensor) {
+    bias_ = make(shape.kv_len, shape.q_len, H, B);
+    fill(bias_, -2, 2, seed + 3);
+    args_.bias = bias_.raw_buffer();
+  }
+  if (spec.bias == BiasKind::alibi) {
+    slopes_ = Tensor(halide_type_t(halide_type_float, 32), H);
+    for (int h = 0; h < H; ++h) {
+      static_cast<float*>(slopes_.data())[h] = std::exp2(-8.0f * (h + 1) / H);
+    }
+    args_.alibi_slopes = slopes_.raw_buffer();
+  }
+}
+
+std::vector<float> TuningInputs::output() const {
+  std::vector<float> values(out_.number_of_elements());
+  const uint8_t* data = static_cast<const uint8_t*>(out_.data());
+  const size_t bytes = out_.type().bytes();
+  for (size_t n = 0; n < values.size(); ++n) values[n] = load(data + n * bytes, spec_.dtype);
+  return values;
+}
+
+void TuningInputs::clear_output() {
+  uint8_t* data = static_cast<uint8_t*>(out_.data());
+  const size_t bytes = out_.type().bytes();
+  for (size_t n = 0; n < out_.number_of_elements(); ++n) {
+    store(data + n * bytes, spec_.dtype, std::numeric_limits<float>::quiet_NaN());
+  }
+}
+
+}  // namespace attnforge::autotune

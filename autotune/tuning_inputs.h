@@ -1,0 +1,45 @@
+// The tensors one tuning measurement runs on: deterministic random inputs for
+// any spec (every mask, bias, dtype) at one shape, and the output read back
+// as f32 for the checker.
+#pragma once
+
+#include <HalideBuffer.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "generators/attention_spec.h"
+#include "generators/kernel_arguments.h"
+
+namespace attnforge::autotune {
+
+struct TuningShape {
+  int batch = 1;
+  int q_len = 1;
+  int kv_len = 1;
+};
+
+class TuningInputs {
+ public:
+  // The same seed gives the same inputs in every process.
+  TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_t seed);
+  TuningInputs(const TuningInputs&) = delete;  // arguments() points into the buffers
+  TuningInputs& operator=(const TuningInputs&) = delete;
+
+  KernelArguments& arguments() { return args_; }
+
+  // The output, converted to f32; NaN-filled before each kernel run by clear_output().
+  std::vector<float> output() const;
+  void clear_output();
+
+ private:
+  using Tensor = Halide::Runtime::Buffer<void>;
+  Tensor make(int x0, int x1, int x2, int x3);
+  void fill(Tensor& tensor, float low, float high, uint32_t seed);
+
+  AttentionSpec spec_;
+  Tensor q_, k_, v_, out_, bias_, key_lengths_, slopes_;
+  KernelArguments args_;
+};
+
+}  // namespace attnforge::autotune
