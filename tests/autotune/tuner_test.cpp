@@ -1,0 +1,58 @@
+// A real tuning run of a few seconds on this machine: it measures candidates,
+// checks them against the naive baseline, beats that baseline, and a rerun on
+// the same database continues without measuring any candidate again.
+#include "autotune/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace attnforge::autotune {
+namespace {
+
+TEST(Tuner, ShortRunBeatsTheNaiveBaselineAndResumes) {
+  char name[] = "/tmp/attnforge_tuner_XXXXXX";
+  ::close(mkstemp(name));
+  std::filesystem::remove(name);
+  const std::filesystem::path path = name;
+
+  TuneOptions options;
+  options.spec = AttentionSpec::parse("causal.gqa4x2.d64.f32");
+  options.shape = {1, 200, 300};  // not a multiple of any tile
+  options.budget_seconds = 8;
+  options.min_measure_seconds = 0.02;
+  {
+    Database db(path);
+    TuneSummary first = tune(options, db);
+    EXPECT_GT(first.progress.measured, 2);
+    ASSERT_TRUE(first.best.has_value());
+    EXPECT_GT(first.progress.naive_ms, 0.0);
+    EXPECT_LT(first.best->ms_median, first.progress.naive_ms / 2);  // correct and faster
+  }
+  Database db(path);
+  const size_t recorded = db.records().size();
+  std::set<std::string> keys;
+  for (const Record& r : db.records()) EXPECT_TRUE(keys.insert(r.key()).second);
+
+  options.budget_seconds = 4;
+  TuneSummary second = tune(options, db);
+  Database after(path);
+  std::set<std::string> all;
+  for (const Record& r : after.records()) {
+    EXPECT_TRUE(all.insert(r.key()).second) << "measured twice: " << r.schedule.dump();
+  }
+  EXPECT_EQ(after.records().size(), recorded + second.progress.measured);
+  std::filesystem::remove(path);
+}
+
+TEST(Tuner, DurationsParse) {
+  EXPECT_DOUBLE_EQ(parse_duration("3m"), 180);
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("1h"), 3600);
+  EXPECT_DOUBLE_EQ(parse_duration("45"), 45);
+  EXPECT_THROW(parse_duration("soon"), std::invalid_argument);
+  EXPECT_THROW(parse_duration("3d"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attnforge::autotune
