@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "checker.h"
 #include "generators/jit_attention.h"
@@ -44,6 +45,27 @@ class Measurement {
     };
   }
 
+  // Halide's own autoscheduler on the same algorithm, as a competitor.
+  Job autoscheduled(const std::string& name, const std::string& plugin,
+                    const std::map<std::string, std::string>& params) const {
+    return [this, name, plugin, params](MeasurementGate& gate) {
+      std::unique_ptr<JitAttention> kernel;
+      try {
+        Halide::load_plugin(plugin);
+        std::map<std::string, std::string> generator_params = {
+            {"schedule", "auto"},
+            {"estimate_batch", std::to_string(options_.shape.batch)},
+            {"estimate_q_len", std::to_string(options_.shape.q_len)},
+            {"estimate_kv_len", std::to_string(options_.shape.kv_len)}};
+        kernel = std::make_unique<JitAttention>(options_.spec, options_.target, generator_params,
+                                                Halide::AutoschedulerParams(name, params));
+      } catch (const std::exception& error) {
+        return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
+      }
+      return check_and_time(*kernel, gate);
+    };
+  }
+
   Job candidate(const Schedule& schedule) const {
     std::string json = schedule.to_json().dump();
     return [this, json](MeasurementGate& gate) {
@@ -56,18 +78,23 @@ class Measurement {
       } catch (const std::exception& error) {
         return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
       }
-      TuningInputs inputs(options_.spec, options_.shape, options_.seed);
-      gate.enter();
-      JitAttention::set_num_threads(options_.threads);
-      inputs.clear_output();
-      kernel->run(inputs.arguments());
-      CheckResult check = check_output(inputs.output(), expected(), options_.spec.dtype);
-      if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
-      return time_runs([&] { kernel->run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+      return check_and_time(*kernel, gate);
     };
   }
 
  private:
+  // Runs once on NaN-filled output and compares with the reference; then times.
+  Outcome check_and_time(const JitAttention& kernel, MeasurementGate& gate) const {
+    TuningInputs inputs(options_.spec, options_.shape, options_.seed);
+    gate.enter();
+    JitAttention::set_num_threads(options_.threads);
+    inputs.clear_output();
+    kernel.run(inputs.arguments());
+    CheckResult check = check_output(inputs.output(), expected(), options_.spec.dtype);
+    if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
+    return time_runs([&] { kernel.run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+  }
+
   std::vector<float> expected() const {
     std::ifstream in(expected_path_, std::ios::binary | std::ios::ate);
     std::vector<float> values(static_cast<size_t>(in.tellg()) / sizeof(float));
@@ -97,6 +124,21 @@ Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
   r.halide_version = halide_version();
   r.time = utc_now();
   return r;
+}
+
+// Halide's x86 autoschedulers, with the settings that finish in seconds here.
+struct Autoscheduler {
+  const char* name;
+  const char* plugin;
+  std::map<std::string, std::string> params;
+};
+
+std::vector<Autoscheduler> x86_autoschedulers(int threads) {
+  const std::string parallelism = std::to_string(threads);
+  return {
+      {"Adams2019", ATTNFORGE_PLUGIN_ADAMS2019, {{"parallelism", parallelism}, {"beam_size", "1"}}},
+      {"Li2018", ATTNFORGE_PLUGIN_LI2018, {{"parallelism", parallelism}}},
+      {"Mullapudi2016", ATTNFORGE_PLUGIN_MULLAPUDI2016, {{"parallelism", parallelism}}}};
 }
 
 std::filesystem::path make_work_dir() {
@@ -161,14 +203,35 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   }
   if (!naive_recorded) database.append(make_record(options, "naive", baseline));
 
+  if (options.autoschedulers) {
+    const int threads = options.threads > 0 ? options.threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+    std::vector<Job> jobs;
+    std::vector<std::string> names;
+    for (const Autoscheduler& a : x86_autoschedulers(threads)) {
+      std::string name = std::string("autoscheduler:") + a.name;
+      if (database.contains(record_key(options, name))) continue;
+      jobs.push_back(measurement.autoscheduled(a.name, a.plugin, a.params));
+      names.push_back(name);
+    }
+    std::vector<Outcome> outcomes = runner.run(jobs);
+    for (size_t n = 0; n < jobs.size(); ++n) {
+      database.append(make_record(options, names[n], outcomes[n]));
+    }
+  }
+
   std::vector<Trial> history;
   for (const Record& r : database.records()) {
     if (r.spec != options.spec.to_string() || r.target != options.target.to_string() ||
         r.bucket != bucket) {
       continue;
     }
-    if (r.schedule.is_string()) {
+    if (r.schedule.is_string()) {  // the naive baseline or an autoscheduler
       if (r.schedule == "naive" && r.status == Status::ok) progress.naive_ms = r.ms_median;
+      if (r.schedule != "naive" && r.status == Status::ok &&
+          (progress.autoscheduler_ms == 0.0 || r.ms_median < progress.autoscheduler_ms)) {
+        progress.autoscheduler_ms = r.ms_median;
+      }
       continue;
     }
     history.push_back({Schedule::from_json(r.schedule), r.status, r.ms_median});

@@ -1,4 +1,5 @@
-// One tuning run: the naive baseline and the reference output first, then
+// One tuning run: the naive baseline, the reference output and Halide's
+// autoschedulers (competitors, recorded alike) first, then
 // candidates from a strategy, measured in contained child processes, checked
 // against the reference and recorded in the database, until the budget is
 // spent. A rerun with the same database continues: recorded candidates are
@@ -30,6 +31,7 @@ struct TuneOptions {
   int shards = 1;
   RunnerOptions runner;
   double min_measure_seconds = 0.2;
+  bool autoschedulers = true;  // also measure Halide's x86 autoschedulers (once per database)
 };
 
 struct Progress {
@@ -37,6 +39,7 @@ struct Progress {
   int failures = 0;      // this run: wrong, crashed, timed out, failed to compile
   double best_ms = 0.0;  // 0 until a correct candidate exists (any run)
   double naive_ms = 0.0;
+  double autoscheduler_ms = 0.0;  // the best of Halide's autoschedulers, 0 if none ran
   double seconds_left = 0.0;
 };
 

@@ -49,6 +49,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       "dtype", DType::f32, {{"f32", DType::f32}, {"f16", DType::f16}, {"bf16", DType::bf16}}};
   GeneratorParam<bool> return_weights{"return_weights", false};
   GeneratorParam<std::string> schedule{"schedule", "naive"};
+  // The shape autoschedulers plan for.
+  GeneratorParam<int> estimate_batch{"estimate_batch", 1};
+  GeneratorParam<int> estimate_q_len{"estimate_q_len", 2048};
+  GeneratorParam<int> estimate_kv_len{"estimate_kv_len", 2048};
 
   void configure() {
     spec_ = resolve_spec();
@@ -80,6 +84,13 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
 
     const std::string choice = schedule;
+    if (choice == "auto") {
+      // The algorithm as written, for an autoscheduler given in the GeneratorContext.
+      MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
+      define_outputs(funcs.output, funcs.weights);
+      set_estimates(spec_.head_dim);
+      return;
+    }
     if (choice == "naive") {
       MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
       define_outputs(funcs.output, funcs.weights);
@@ -110,7 +121,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
   }
 
-  // "naive" is handled by the caller; otherwise a preset name or schedule JSON.
+  // "naive" and "auto" are handled by the caller; otherwise a preset name or schedule JSON.
   static schedules::Schedule resolve_schedule(const std::string& choice) {
     if (!choice.empty() && choice.front() == '{') {
       nlohmann::json json = nlohmann::json::parse(choice, nullptr, false);
@@ -165,18 +176,18 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
   }
 
-  // Sizes the autoschedulers plan for (outputs must be defined first): one batch of 2048-long
+  // Sizes the autoschedulers plan for (outputs must be defined first).: one batch of 2048-long
   // sequences.
   void set_estimates(int d) {
-    constexpr int kLen = 2048;
-    q_->set_estimates({{0, d}, {0, kLen}, {0, spec_.heads}, {0, 1}});
-    k_->set_estimates({{0, d}, {0, kLen}, {0, spec_.kv_heads}, {0, 1}});
-    v_->set_estimates({{0, d}, {0, kLen}, {0, spec_.kv_heads}, {0, 1}});
-    out_->set_estimates({{0, d}, {0, kLen}, {0, spec_.heads}, {0, 1}});
-    if (key_lengths_) key_lengths_->set_estimates({{0, 1}});
-    if (bias_) bias_->set_estimates({{0, kLen}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
+    q_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
+    k_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
+    v_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
+    out_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
+    if (key_lengths_) key_lengths_->set_estimates({{0, B}});
+    if (bias_) bias_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
-    if (weights_) weights_->set_estimates({{0, kLen}, {0, kLen}, {0, spec_.heads}, {0, 1}});
+    if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     scale_->set_estimate(default_scale(d));
   }
 

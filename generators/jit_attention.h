@@ -21,9 +21,11 @@ class KernelError : public std::runtime_error {
 
 class JitAttention {
  public:
-  // extra_params: further GeneratorParams (e.g. schedule) by name.
+  // extra_params: further GeneratorParams (e.g. schedule) by name. With an
+  // autoscheduler (its plugin loaded), pass schedule=auto.
   JitAttention(const AttentionSpec& spec, const Halide::Target& target,
-               const std::map<std::string, std::string>& extra_params = {});
+               const std::map<std::string, std::string>& extra_params = {},
+               const Halide::AutoschedulerParams& autoscheduler = {});
 
   // Runs the kernel; a Halide error (e.g. a shape mismatch) throws KernelError.
   void run(KernelArguments& args) const;
@@ -34,6 +36,10 @@ class JitAttention {
   static void set_num_threads(int threads);
 
  private:
+  static Halide::Callable autoscheduled(Halide::Internal::AbstractGenerator& generator,
+                                        const Halide::Target& target,
+                                        const Halide::AutoschedulerParams& autoscheduler);
+
   AttentionSpec spec_;
   Halide::Callable callable_;
 };
