@@ -147,14 +147,17 @@ std::filesystem::path make_work_dir() {
   return name;
 }
 
-// Presets that fit this spec and target seed every strategy.
-std::vector<Schedule> preset_seeds(const TuneOptions& options) {
-  std::vector<Schedule> seeds;
+// Presets that fit this spec and target, by canonical JSON: they seed every
+// strategy, and their records say which preset they are.
+std::map<std::string, std::string> fitting_presets(const TuneOptions& options) {
+  std::map<std::string, std::string> presets;
   for (const std::string& name : schedules::preset_names()) {
-    Schedule preset = schedules::load_preset(name);
-    if (!schedules::check(preset, options.spec, options.target)) seeds.push_back(preset);
+    Schedule preset = schedules::canonical(schedules::load_preset(name));
+    if (!schedules::check(preset, options.spec, options.target)) {
+      presets.emplace(preset.to_json().dump(), name);
+    }
   }
-  return seeds;
+  return presets;
 }
 
 }  // namespace
@@ -245,7 +248,11 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   update_best();
 
   schedules::ScheduleSpace space(options.spec, options.target);
-  auto strategy = make_strategy(options.strategy, space, options.seed, preset_seeds(options));
+  const std::map<std::string, std::string> presets = fitting_presets(options);
+  std::vector<Schedule> seeds;
+  for (const auto& [json, name] : presets)
+    seeds.push_back(Schedule::from_json(nlohmann::json::parse(json)));
+  auto strategy = make_strategy(options.strategy, space, options.seed, seeds);
   std::hash<std::string> hash;
   while (seconds_left() > 0) {
     std::vector<Schedule> proposed = strategy->propose(history, 2 * options.runner.parallel_jobs);
@@ -266,6 +273,8 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     std::vector<Record> records;
     for (size_t n = 0; n < batch.size(); ++n) {
       records.push_back(make_record(options, batch[n].to_json(), outcomes[n]));
+      auto preset = presets.find(batch[n].to_json().dump());
+      if (preset != presets.end()) records.back().strategy = "preset:" + preset->second;
       history.push_back({batch[n], outcomes[n].status, outcomes[n].ms_median});
       ++progress.measured;
       if (outcomes[n].status != Status::ok) ++progress.failures;

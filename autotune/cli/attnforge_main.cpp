@@ -4,9 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <map>
+#include <optional>
 
 #include "autotune/database.h"
+#include "autotune/summary.h"
 #include "autotune/tuner.h"
 #include "generators/attention_spec.h"
 
@@ -77,23 +78,32 @@ int run_tune(const TuneArgs& args) {
   return 0;
 }
 
+std::string ms_of(const std::optional<Record>& r) {
+  return r ? fmt::format("{:.3f} ms", r->ms_median) : std::string("-");
+}
+
+std::string ratio(const std::optional<Record>& slower, const std::optional<Record>& faster) {
+  if (!slower || !faster) return "-";
+  return fmt::format("{:.2f}x", slower->ms_median / faster->ms_median);
+}
+
+// Per (spec, target, bucket): the best schedule and how it compares with the
+// naive baseline, the best preset and Halide's best autoscheduler.
 int run_best(const std::string& path) {
   Database db(path);
-  std::map<std::string, Record> best, naive;
-  for (const Record& r : db.records()) {
-    if (r.status != Status::ok) continue;
-    std::string group = r.spec + "  " + r.target + "  " + r.bucket;
-    auto& slot = r.schedule == "naive" ? naive : best;
-    auto found = slot.find(group);
-    if (found == slot.end() || r.ms_median < found->second.ms_median) slot[group] = r;
-  }
-  for (const auto& [group, record] : best) {
-    auto base = naive.find(group);
-    std::string speedup = base == naive.end()
-                              ? std::string("-")
-                              : fmt::format("{:.1f}x", base->second.ms_median / record.ms_median);
-    fmt::print("{}  {:.3f} ms  {} vs naive  {}\n", group, record.ms_median, speedup,
-               record.schedule.dump());
+  for (const GroupSummary& g : summarize(db)) {
+    fmt::print("{} {} {}\n", g.spec, g.bucket, g.target);
+    fmt::print("  measured {} ({} failed)\n", g.measured, g.failures);
+    fmt::print("  naive          {}\n", ms_of(g.naive));
+    fmt::print("  autoscheduler  {} {}\n", ms_of(g.best_autoscheduler),
+               g.best_autoscheduler ? g.best_autoscheduler->schedule.get<std::string>() : "");
+    fmt::print("  best preset    {} {}\n", ms_of(g.best_preset),
+               g.best_preset ? g.best_preset->strategy : "");
+    fmt::print("  tuned          {} {}\n", ms_of(g.best_tuned),
+               g.best_tuned ? g.best_tuned->schedule.dump() : "");
+    fmt::print("  tuned vs naive {}, vs best preset {}, vs autoscheduler {}\n",
+               ratio(g.naive, g.best_tuned), ratio(g.best_preset, g.best_tuned),
+               ratio(g.best_autoscheduler, g.best_tuned));
   }
   return 0;
 }

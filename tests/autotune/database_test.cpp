@@ -11,6 +11,7 @@
 #include <random>
 
 #include "autotune/shape_bucket.h"
+#include "autotune/summary.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -137,6 +138,31 @@ TEST(Database, KilledWriterLosesAtMostTheRecordInFlight) {
     loaded = db.records().size();
   }
   EXPECT_GT(loaded, 0u);
+}
+
+TEST(Summary, SeparatesNaivePresetsAutoschedulersAndTuned) {
+  TempFile file;
+  Database db(file.path);
+  Record naive = make_record(0, 100.0);
+  naive.schedule = "naive";
+  Record adams = make_record(0, 20.0);
+  adams.schedule = "autoscheduler:Adams2019";
+  Record li = make_record(0, 30.0, Status::crashed);
+  li.schedule = "autoscheduler:Li2018";
+  Record preset = make_record(1, 5.0);
+  preset.strategy = "preset:online_avx2";
+  Record tuned = make_record(2, 4.0);
+  Record wrong = make_record(3, 1.0, Status::wrong);
+  db.append(std::vector<Record>{naive, adams, li, preset, tuned, wrong});
+  std::vector<GroupSummary> groups = summarize(db);
+  ASSERT_EQ(groups.size(), 1u);
+  const GroupSummary& g = groups[0];
+  EXPECT_EQ(g.measured, 6);
+  EXPECT_EQ(g.failures, 2);
+  EXPECT_DOUBLE_EQ(g.naive->ms_median, 100.0);
+  EXPECT_EQ(g.best_autoscheduler->schedule, "autoscheduler:Adams2019");
+  EXPECT_DOUBLE_EQ(g.best_preset->ms_median, 5.0);
+  EXPECT_DOUBLE_EQ(g.best_tuned->ms_median, 4.0);  // the wrong one never wins
 }
 
 TEST(ShapeBucket, LengthsRoundUpToPowersOfTwo) {

@@ -1,0 +1,26 @@
+// What a tuning database says per (spec, target, shape bucket): the naive
+// baseline, the best preset, the best of Halide's autoschedulers and the best
+// schedule found, all measured alike.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "database.h"
+
+namespace attnforge::autotune {
+
+struct GroupSummary {
+  std::string spec, target, bucket;
+  std::optional<Record> naive;
+  std::optional<Record> best_preset;         // a searched record seeded from a preset
+  std::optional<Record> best_autoscheduler;  // "autoscheduler:<name>"
+  std::optional<Record> best_tuned;          // the fastest searched schedule, presets included
+  int measured = 0, failures = 0;
+};
+
+// One entry per group, in the order groups first appear; correct records only compete.
+std::vector<GroupSummary> summarize(const Database& database);
+
+}  // namespace attnforge::autotune
