@@ -10,18 +10,6 @@ namespace attnforge::autotune {
 
 namespace {
 
-halide_type_t type_of(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return halide_type_t(halide_type_float, 32);
-    case DType::f16:
-      return halide_type_t(halide_type_float, 16);
-    case DType::bf16:
-      return halide_type_t(halide_type_bfloat, 16);
-  }
-  return halide_type_t(halide_type_float, 32);
-}
-
 void store(void* at, DType dtype, float value) {
   switch (dtype) {
     case DType::f32:
@@ -53,7 +41,7 @@ float load(const void* at, DType dtype) {
 }  // namespace
 
 TuningInputs::Tensor TuningInputs::make(int x0, int x1, int x2, int x3) {
-  return Tensor(type_of(spec_.dtype), x0, x1, x2, x3);
+  return Tensor(halide_type_of(spec_.dtype), x0, x1, x2, x3);
 }
 
 void TuningInputs::fill(Tensor& tensor, float low, float high, uint32_t seed) {

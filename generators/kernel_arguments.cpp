@@ -13,6 +13,18 @@ void* required(halide_buffer_t* buffer, const char* name) {
 
 }  // namespace
 
+halide_type_t halide_type_of(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return halide_type_t(halide_type_float, 32);
+    case DType::f16:
+      return halide_type_t(halide_type_float, 16);
+    case DType::bf16:
+      return halide_type_t(halide_type_bfloat, 16);
+  }
+  return halide_type_t(halide_type_float, 32);
+}
+
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
   KernelArgv argv;
   argv.push(required(args.q, "q"));

@@ -44,6 +44,9 @@ class KernelArgv {
   size_t count_ = 0;
 };
 
+// The runtime type of a storage dtype, for the buffers a kernel takes.
+halide_type_t halide_type_of(DType dtype);
+
 // `args` must outlive the result. Throws SpecError when the spec needs an
 // argument that is null.
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args);

@@ -7,18 +7,6 @@
 
 namespace attnforge::testing {
 
-halide_type_t halide_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return halide_type_t(halide_type_float, 32);
-    case DType::f16:
-      return halide_type_t(halide_type_float, 16);
-    case DType::bf16:
-      return halide_type_t(halide_type_bfloat, 16);
-  }
-  return halide_type_t(halide_type_float, 32);
-}
-
 HostTensor::HostTensor(halide_type_t type, Extents extents, Extents memory_order)
     : type_(type), extents_(extents) {
   size_t count = 1;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "generators/attention_spec.h"
+#include "generators/kernel_arguments.h"
 
 namespace attnforge::testing {
 
@@ -44,6 +45,5 @@ class HostTensor {
   halide_buffer_t buffer_{};
 };
 
-halide_type_t halide_type_of(DType dtype);
 
 }  // namespace attnforge::testing
