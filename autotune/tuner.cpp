@@ -4,8 +4,8 @@
 #include <fstream>
 #include <thread>
 
+#include "builder.h"
 #include "checker.h"
-#include "generators/jit_attention.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "shape_bucket.h"
@@ -32,7 +32,9 @@ class Measurement {
   // The naive baseline: writes the reference output, and times it when asked.
   Job baseline(bool timed) const {
     return [this, timed](MeasurementGate& gate) {
-      JitAttention kernel(options_.spec, options_.target, {{"schedule", "naive"}});
+      JitBuild build = build_jit({options_.spec, options_.target, "naive"});
+      if (build.status != Status::ok) return Outcome{build.status, 0, 0, 0, build.detail};
+      const JitAttention& kernel = *build.kernel;
       TuningInputs inputs(options_.spec, options_.shape, options_.seed);
       gate.enter();
       JitAttention::set_num_threads(options_.threads);
@@ -49,42 +51,34 @@ class Measurement {
   Job autoscheduled(const std::string& name, const std::string& plugin,
                     const std::map<std::string, std::string>& params) const {
     return [this, name, plugin, params](MeasurementGate& gate) {
-      std::unique_ptr<JitAttention> kernel;
+      Candidate candidate{options_.spec,
+                          options_.target,
+                          "auto",
+                          {{"estimate_batch", std::to_string(options_.shape.batch)},
+                           {"estimate_q_len", std::to_string(options_.shape.q_len)},
+                           {"estimate_kv_len", std::to_string(options_.shape.kv_len)}},
+                          Halide::AutoschedulerParams(name, params)};
       try {
         Halide::load_plugin(plugin);
-        std::map<std::string, std::string> generator_params = {
-            {"schedule", "auto"},
-            {"estimate_batch", std::to_string(options_.shape.batch)},
-            {"estimate_q_len", std::to_string(options_.shape.q_len)},
-            {"estimate_kv_len", std::to_string(options_.shape.kv_len)}};
-        kernel = std::make_unique<JitAttention>(options_.spec, options_.target, generator_params,
-                                                Halide::AutoschedulerParams(name, params));
       } catch (const std::exception& error) {
         return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
       }
-      return check_and_time(*kernel, gate);
+      return check_and_time(build_jit(candidate), gate);
     };
   }
 
   Job candidate(const Schedule& schedule) const {
     std::string json = schedule.to_json().dump();
     return [this, json](MeasurementGate& gate) {
-      std::unique_ptr<JitAttention> kernel;
-      try {
-        kernel = std::make_unique<JitAttention>(
-            options_.spec, options_.target, std::map<std::string, std::string>{{"schedule", json}});
-      } catch (const schedules::ScheduleError& error) {
-        return Outcome{Status::invalid, 0, 0, 0, error.what()};
-      } catch (const std::exception& error) {
-        return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
-      }
-      return check_and_time(*kernel, gate);
+      return check_and_time(build_jit({options_.spec, options_.target, json}), gate);
     };
   }
 
  private:
   // Runs once on NaN-filled output and compares with the reference; then times.
-  Outcome check_and_time(const JitAttention& kernel, MeasurementGate& gate) const {
+  Outcome check_and_time(const JitBuild& build, MeasurementGate& gate) const {
+    if (build.status != Status::ok) return Outcome{build.status, 0, 0, 0, build.detail};
+    const JitAttention& kernel = *build.kernel;
     TuningInputs inputs(options_.spec, options_.shape, options_.seed);
     gate.enter();
     JitAttention::set_num_threads(options_.threads);

@@ -99,9 +99,14 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
 
 }  // namespace
 
+// Target strings may name only the newest feature (e.g. avx2, avx512_zen4).
 int native_vector_width(const Halide::Target& target) {
-  if (target.has_feature(Halide::Target::AVX512)) return 16;
-  if (target.has_feature(Halide::Target::AVX)) return 8;
+  using T = Halide::Target;
+  if (target.features_any_of({T::AVX512, T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,
+                              T::AVX512_SapphireRapids, T::AVX512_Zen4, T::AVX512_Zen5})) {
+    return 16;
+  }
+  if (target.features_any_of({T::AVX, T::AVX2, T::AVXVNNI})) return 8;
   return 4;
 }
 

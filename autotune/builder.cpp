@@ -1,0 +1,76 @@
+#include "builder.h"
+
+#include "schedules/schedule.h"
+
+namespace attnforge::autotune {
+
+namespace {
+
+std::map<std::string, std::string> generator_params(const Candidate& candidate) {
+  std::map<std::string, std::string> params = candidate.extra_params;
+  params["spec"] = candidate.spec.to_string();
+  params["schedule"] = candidate.schedule;
+  return params;
+}
+
+}  // namespace
+
+JitBuild build_jit(const Candidate& candidate) {
+  JitBuild build;
+  try {
+    std::map<std::string, std::string> params = generator_params(candidate);
+    params.erase("spec");
+    build.kernel = std::make_unique<JitAttention>(candidate.spec, candidate.target, params,
+                                                  candidate.autoscheduler);
+  } catch (const schedules::ScheduleError& error) {
+    build.status = Status::invalid;
+    build.detail = error.what();
+  } catch (const std::exception& error) {
+    build.status = Status::compile_failed;
+    build.detail = error.what();
+  }
+  return build;
+}
+
+StaticLibrary build_static_library(const Candidate& candidate, const std::filesystem::path& dir,
+                                   const std::string& function) {
+  if (!candidate.autoscheduler.name.empty()) {
+    throw KernelError("AOT builds take attnforge schedules, not Halide's autoschedulers");
+  }
+  std::filesystem::create_directories(dir);
+  Halide::Internal::ExecuteGeneratorArgs args;
+  args.output_dir = dir.string();
+  args.output_types = {Halide::OutputFileType::static_library, Halide::OutputFileType::c_header};
+  args.targets = {candidate.target.with_feature(Halide::Target::NoRuntime)};
+  args.generator_name = "attention";
+  args.function_name = function;
+  args.file_base_name = function;
+  args.create_generator = [](const std::string& name, const Halide::GeneratorContext& context) {
+    return Halide::Internal::GeneratorRegistry::create(name, context);
+  };
+  for (const auto& [name, value] : generator_params(candidate)) {
+    args.generator_params[name] = value;
+  }
+  try {
+    Halide::Internal::execute_generator(args);
+  } catch (const Halide::Error& error) {
+    throw KernelError("compiling " + candidate.spec.to_string() + " for " +
+                      candidate.target.to_string() + ": " + error.what());
+  }
+  return {dir / (function + ".a"), dir / (function + ".h")};
+}
+
+std::filesystem::path build_runtime(const Halide::Target& target,
+                                    const std::filesystem::path& library) {
+  std::filesystem::create_directories(library.parent_path());
+  try {
+    Halide::compile_standalone_runtime({{Halide::OutputFileType::static_library, library.string()}},
+                                       target);
+  } catch (const Halide::Error& error) {
+    throw KernelError("compiling the Halide runtime for " + target.to_string() + ": " +
+                      error.what());
+  }
+  return library;
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,51 @@
+// Compiles one candidate: a schedule (JSON, preset name or "naive") or one of
+// Halide's autoschedulers applied to the attention Generator. JIT builds run
+// on this machine; AOT builds write a static library and header for any
+// target, which is what shipping (and cross-compiling, e.g. for CUDA) needs.
+#pragma once
+
+#include <Halide.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "generators/attention_spec.h"
+#include "generators/jit_attention.h"
+#include "record.h"
+
+namespace attnforge::autotune {
+
+struct Candidate {
+  AttentionSpec spec;
+  Halide::Target target;
+  std::string schedule;  // "naive", "auto" (with autoscheduler), a preset name or schedule JSON
+  std::map<std::string, std::string> extra_params;  // further GeneratorParams (estimates)
+  Halide::AutoschedulerParams autoscheduler;        // its plugin must be loaded
+};
+
+struct JitBuild {
+  std::unique_ptr<JitAttention> kernel;  // null unless status is ok
+  Status status = Status::ok;            // invalid: the schedule misfits; compile_failed: the rest
+  std::string detail;
+};
+
+// Never throws for what the candidate is: a misfit or compile error is a status.
+JitBuild build_jit(const Candidate& candidate);
+
+struct StaticLibrary {
+  std::filesystem::path library;  // <dir>/<function>.a
+  std::filesystem::path header;   // <dir>/<function>.h
+};
+
+// A static library exporting `function` and `function`_argv, compiled without
+// the Halide runtime (link one from build_runtime per target). Throws
+// ScheduleError for a misfit schedule and KernelError for a compile error.
+StaticLibrary build_static_library(const Candidate& candidate, const std::filesystem::path& dir,
+                                   const std::string& function);
+
+// The Halide runtime for `target` (shared by every kernel of that target).
+std::filesystem::path build_runtime(const Halide::Target& target,
+                                    const std::filesystem::path& library);
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,107 @@
+// attnforge tune: search schedules for one spec and shape on this machine,
+// then draw the database's tuning curve next to it.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "autotune/tuner.h"
+#include "commands.h"
+#include "generators/attention_spec.h"
+#include "tuning_curve.h"
+
+namespace attnforge::cli {
+
+namespace {
+
+using namespace attnforge::autotune;
+
+struct TuneArgs {
+  std::string spec, target = "host", shape, budget = "3m", strategy = "evolutionary", db;
+  std::string shard = "0/1";
+  uint32_t seed = 1;
+  int threads = 0, jobs = 2;
+  double timeout = 120;
+};
+
+// B,H,Lq,Lk with H equal to the spec's heads.
+TuningShape parse_shape(const std::string& text, const AttentionSpec& spec) {
+  int b = 0, h = 0, lq = 0, lk = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &b, &h, &lq, &lk, &tail) != 4 || b < 1 || lq < 1 ||
+      lk < 1) {
+    throw CLI::ValidationError("--shape", "'" + text + "' is not B,H,Lq,Lk (e.g. 1,8,2048,2048)");
+  }
+  if (h != spec.heads) {
+    throw CLI::ValidationError(
+        "--shape", fmt::format("H = {} but spec {} has {} heads", h, spec.to_string(), spec.heads));
+  }
+  return {b, lq, lk};
+}
+
+void parse_shard(const std::string& text, TuneOptions& options) {
+  int i = -1, n = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n) {
+    throw CLI::ValidationError("--shard", "'" + text + "' is not i/n with 0 <= i < n");
+  }
+  options.shard = i;
+  options.shards = n;
+}
+
+int run_tune(const TuneArgs& args) {
+  TuneOptions options;
+  options.spec = AttentionSpec::parse(args.spec);
+  options.target = args.target == "host" ? Halide::get_host_target() : Halide::Target(args.target);
+  options.shape = parse_shape(args.shape, options.spec);
+  options.budget_seconds = parse_duration(args.budget);
+  options.strategy = args.strategy;
+  options.seed = args.seed;
+  options.threads = args.threads;
+  options.runner.parallel_jobs = args.jobs;
+  options.runner.timeout_seconds = args.timeout;
+  parse_shard(args.shard, options);
+  Database db(args.db);
+  if (db.skipped_lines() > 0) {
+    fmt::print(stderr, "{}: skipped {} lines that are not records\n", args.db, db.skipped_lines());
+  }
+  TuneSummary summary = tune(options, db, [](const Progress& p) {
+    fmt::print(stderr,
+               "\r{} measured, {} failed, best {:.3f} ms (naive {:.1f} ms), {:.0f} s left   ",
+               p.measured, p.failures, p.best_ms, p.naive_ms, p.seconds_left);
+  });
+  fmt::print(stderr, "\n");
+  if (summary.best) {
+    fmt::print("best: {:.3f} ms ({:.1f}x naive) {}\n", summary.best->ms_median,
+               summary.progress.naive_ms / summary.best->ms_median, summary.best->schedule.dump());
+  }
+  std::string why;
+  const std::filesystem::path png = tuning_curve_path(args.db);
+  if (plot_tuning_curve(args.db, png, why)) {
+    fmt::print("tuning curve: {}\n", png.string());
+  } else {
+    fmt::print(stderr, "no tuning curve: {}\n", why);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_tune_command(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* tune = app.add_subcommand("tune", "Search schedules for one spec and shape");
+  tune->add_option("--spec", args->spec, "Attention spec, e.g. causal.mha8.d64.f32")->required();
+  tune->add_option("--target", args->target, "Halide target (default: host)");
+  tune->add_option("--shape", args->shape, "B,H,Lq,Lk, e.g. 1,8,2048,2048")->required();
+  tune->add_option("--budget", args->budget, "Time budget: 90s, 3m, 1h (default 3m)");
+  tune->add_option("--strategy", args->strategy,
+                   "exhaustive, random, evolutionary or model (default evolutionary)");
+  tune->add_option("--seed", args->seed, "Seed of the strategy (default 1)");
+  tune->add_option("--db", args->db, "Tuning database (JSONL), appended to")->required();
+  tune->add_option("--threads", args->threads, "Kernel threads (default: all cores)");
+  tune->add_option("--jobs", args->jobs, "Candidates compiled at once (default 2)");
+  tune->add_option("--timeout", args->timeout, "Seconds before a candidate is killed");
+  tune->add_option("--shard", args->shard, "This machine's share: i/n (default 0/1)");
+  return [tune, args] { return *tune ? run_tune(*args) : -1; };
+}
+
+}  // namespace attnforge::cli

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Plots the tuning curve (best so far against time) of every (spec, target,
+shape bucket) in a tuning database, and says when half of the final gain over
+the best preset was reached.
+
+usage: plot_tuning_curve.py DATABASE.jsonl OUT.png
+"""
+import json
+import sys
+from datetime import datetime
+
+
+def load(path):
+    groups = {}
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line, as the database loader skips it
+            key = (record["spec"], record["bucket"], record["target"])
+            groups.setdefault(key, []).append(record)
+    return groups
+
+
+def seconds(record, start):
+    return (datetime.fromisoformat(record["time"].rstrip("Z")) - start).total_seconds()
+
+
+def curve(records):
+    """(times, best so far, best preset, naive) over schedule records that ran correctly."""
+    start = datetime.fromisoformat(records[0]["time"].rstrip("Z"))
+    times, best, running = [], [], None
+    preset = None
+    for r in records:
+        if r["status"] != "ok" or not isinstance(r["schedule"], dict):
+            continue
+        if r.get("strategy", "").startswith("preset:"):
+            preset = r["ms_median"] if preset is None else min(preset, r["ms_median"])
+        running = r["ms_median"] if running is None else min(running, r["ms_median"])
+        times.append(seconds(r, start))
+        best.append(running)
+    return times, best, preset
+
+
+def half_gain_time(times, best, preset):
+    """First time the best so far holds half of the final gain over the best preset."""
+    final_gain = preset / best[-1] - 1.0
+    if final_gain <= 0:
+        return None
+    for t, ms in zip(times, best):
+        if preset / ms - 1.0 >= final_gain / 2:
+            return t
+    return None
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = load(sys.argv[1])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for (spec, bucket, _), records in sorted(groups.items()):
+        times, best, preset = curve(records)
+        if not times:
+            continue
+        label = f"{spec} {bucket}"
+        (line,) = ax.step(times, best, where="post", label=label)
+        if preset is not None:
+            ax.axhline(preset, color=line.get_color(), linestyle=":", linewidth=1)
+            half = half_gain_time(times, best, preset)
+            gain = preset / best[-1]
+            when = f"half of it at {half:.0f} s" if half is not None else "no gain"
+            print(f"{label}: tuned {best[-1]:.2f} ms, {gain:.3f}x the best preset "
+                  f"({preset:.2f} ms); {when} of {times[-1]:.0f} s")
+    ax.set_xlabel("seconds since the run started")
+    ax.set_ylabel("best so far (ms, median)")
+    ax.set_title("Tuning curve (dotted: best preset)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=110)
+
+
+if __name__ == "__main__":
+    main()
