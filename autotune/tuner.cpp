@@ -8,7 +8,7 @@
 #include "checker.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
-#include "shape_bucket.h"
+#include "generators/shape_bucket.h"
 #include "strategies/strategy.h"
 
 namespace attnforge::autotune {

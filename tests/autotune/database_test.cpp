@@ -10,7 +10,6 @@
 #include <fstream>
 #include <random>
 
-#include "autotune/shape_bucket.h"
 #include "autotune/summary.h"
 
 namespace attnforge::autotune {
@@ -163,14 +162,6 @@ TEST(Summary, SeparatesNaivePresetsAutoschedulersAndTuned) {
   EXPECT_EQ(g.best_autoscheduler->schedule, "autoscheduler:Adams2019");
   EXPECT_DOUBLE_EQ(g.best_preset->ms_median, 5.0);
   EXPECT_DOUBLE_EQ(g.best_tuned->ms_median, 4.0);  // the wrong one never wins
-}
-
-TEST(ShapeBucket, LengthsRoundUpToPowersOfTwo) {
-  EXPECT_EQ(shape_bucket(1, 2048, 2048), "b1.q2048.k2048");
-  EXPECT_EQ(shape_bucket(1, 1025, 2000), "b1.q2048.k2048");
-  EXPECT_EQ(shape_bucket(3, 1, 17), "b4.q16.k32");
-  EXPECT_NE(shape_bucket(1, 2049, 2048), shape_bucket(1, 2048, 2048));
-  EXPECT_THROW(shape_bucket(0, 16, 16), std::invalid_argument);
 }
 
 }  // namespace

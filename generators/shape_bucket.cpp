@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <stdexcept>
 
-namespace attnforge::autotune {
+namespace attnforge {
 
 namespace {
 
@@ -33,4 +34,16 @@ std::string shape_bucket(int batch, int q_len, int kv_len) {
                      length_bucket(kv_len));
 }
 
-}  // namespace attnforge::autotune
+ShapeBucket parse_shape_bucket(const std::string& text) {
+  ShapeBucket bucket;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "b%d.q%d.k%d%c", &bucket.batch, &bucket.q_len, &bucket.kv_len,
+                  &tail) != 3 ||
+      bucket.batch < 1 || bucket.q_len < 1 || bucket.kv_len < 1 ||
+      shape_bucket(bucket.batch, bucket.q_len, bucket.kv_len) != text) {
+    throw std::invalid_argument("'" + text + "' is not a shape bucket such as b1.q2048.k2048");
+  }
+  return bucket;
+}
+
+}  // namespace attnforge
