@@ -32,15 +32,18 @@ JitBuild build_jit(const Candidate& candidate) {
   return build;
 }
 
-StaticLibrary build_static_library(const Candidate& candidate, const std::filesystem::path& dir,
-                                   const std::string& function) {
+AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
+                   const std::string& function, AotOutput output) {
   if (!candidate.autoscheduler.name.empty()) {
     throw KernelError("AOT builds take attnforge schedules, not Halide's autoschedulers");
   }
   std::filesystem::create_directories(dir);
   Halide::Internal::ExecuteGeneratorArgs args;
   args.output_dir = dir.string();
-  args.output_types = {Halide::OutputFileType::static_library, Halide::OutputFileType::c_header};
+  const bool object = output == AotOutput::object;
+  args.output_types = {
+      object ? Halide::OutputFileType::object : Halide::OutputFileType::static_library,
+      Halide::OutputFileType::c_header};
   args.targets = {candidate.target.with_feature(Halide::Target::NoRuntime)};
   args.generator_name = "attention";
   args.function_name = function;
@@ -57,7 +60,7 @@ StaticLibrary build_static_library(const Candidate& candidate, const std::filesy
     throw KernelError("compiling " + candidate.spec.to_string() + " for " +
                       candidate.target.to_string() + ": " + error.what());
   }
-  return {dir / (function + ".a"), dir / (function + ".h")};
+  return {dir / (function + (object ? ".o" : ".a")), dir / (function + ".h")};
 }
 
 std::filesystem::path build_runtime(const Halide::Target& target,

@@ -33,16 +33,18 @@ struct JitBuild {
 // Never throws for what the candidate is: a misfit or compile error is a status.
 JitBuild build_jit(const Candidate& candidate);
 
-struct StaticLibrary {
-  std::filesystem::path library;  // <dir>/<function>.a
-  std::filesystem::path header;   // <dir>/<function>.h
+enum class AotOutput { static_library, object };
+
+struct AotFiles {
+  std::filesystem::path code;    // <dir>/<function>.a or .o
+  std::filesystem::path header;  // <dir>/<function>.h
 };
 
-// A static library exporting `function` and `function`_argv, compiled without
-// the Halide runtime (link one from build_runtime per target). Throws
-// ScheduleError for a misfit schedule and KernelError for a compile error.
-StaticLibrary build_static_library(const Candidate& candidate, const std::filesystem::path& dir,
-                                   const std::string& function);
+// Compiled code exporting `function` and `function`_argv, without the Halide
+// runtime (link one from build_runtime). Throws ScheduleError for a misfit
+// schedule and KernelError for a compile error.
+AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
+                   const std::string& function, AotOutput output = AotOutput::static_library);
 
 // The Halide runtime for `target` (shared by every kernel of that target).
 std::filesystem::path build_runtime(const Halide::Target& target,

@@ -8,7 +8,8 @@ int main(int argc, char** argv) {
   CLI::App app{"attnforge: attention kernels tuned for this machine"};
   app.require_subcommand(1);
   std::vector<attnforge::cli::Action> actions = {attnforge::cli::add_tune_command(app),
-                                                 attnforge::cli::add_db_command(app)};
+                                                 attnforge::cli::add_db_command(app),
+                                                 attnforge::cli::add_emit_command(app)};
   CLI11_PARSE(app, argc, argv);
   try {
     for (const auto& action : actions) {

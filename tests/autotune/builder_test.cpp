@@ -45,21 +45,29 @@ TEST(Builder, AnUnknownScheduleNameIsReported) {
 
 TEST(Builder, AotWritesALibraryWithAnArgvEntryPoint) {
   testing::TempDir dir;
-  StaticLibrary built = build_static_library(
-      {kSpec, Halide::Target("x86-64-linux-avx2-fma-f16c-sse41"), "online_avx2"}, dir.path(),
-      "attention_test_kernel");
-  ASSERT_TRUE(std::filesystem::exists(built.library));
-  EXPECT_GT(std::filesystem::file_size(built.library), 1000u);
+  AotFiles built =
+      build_aot({kSpec, Halide::Target("x86-64-linux-avx2-fma-f16c-sse41"), "online_avx2"},
+                dir.path(), "attention_test_kernel");
+  ASSERT_TRUE(std::filesystem::exists(built.code));
+  EXPECT_GT(std::filesystem::file_size(built.code), 1000u);
   EXPECT_NE(read_text(built.header).find("int attention_test_kernel_argv(void **args)"),
             std::string::npos);
 }
 
+TEST(Builder, AotWritesAnObjectFileWhenAsked) {
+  testing::TempDir dir;
+  AotFiles built = build_aot({kSpec, Halide::get_host_target(), "naive"}, dir.path(), "as_object",
+                             AotOutput::object);
+  EXPECT_EQ(built.code.extension(), ".o");
+  EXPECT_GT(std::filesystem::file_size(built.code), 1000u);
+}
+
 TEST(Builder, AotCrossCompilesTheNaiveScheduleForCuda) {
   testing::TempDir dir;
-  StaticLibrary built =
-      build_static_library({kSpec, Halide::Target("x86-64-linux-cuda-cuda_capability_80"), "naive"},
-                           dir.path(), "attention_cuda_kernel");
-  EXPECT_GT(std::filesystem::file_size(built.library), 1000u);
+  AotFiles built =
+      build_aot({kSpec, Halide::Target("x86-64-linux-cuda-cuda_capability_80"), "naive"},
+                dir.path(), "attention_cuda_kernel");
+  EXPECT_GT(std::filesystem::file_size(built.code), 1000u);
   std::filesystem::path runtime =
       build_runtime(Halide::Target("x86-64-linux-cuda-cuda_capability_80"), dir.path() / "rt.a");
   EXPECT_GT(std::filesystem::file_size(runtime), 1000u);
@@ -69,7 +77,7 @@ TEST(Builder, AotRefusesAnAutoscheduler) {
   testing::TempDir dir;
   Candidate candidate{
       kSpec, Halide::get_host_target(), "auto", {}, Halide::AutoschedulerParams("Adams2019")};
-  EXPECT_THROW(build_static_library(candidate, dir.path(), "x"), KernelError);
+  EXPECT_THROW(build_aot(candidate, dir.path(), "x"), KernelError);
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+// attnforge emit: the best schedule of every (spec, target, shape bucket) in a
+// tuning database, plus a generic kernel per spec and target, compiled ahead
+// of time into a CMake package.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "autotune/database.h"
+#include "commands.h"
+#include "emit/kernel_plan.h"
+#include "emit/package_writer.h"
+
+namespace attnforge::cli {
+
+namespace {
+
+struct EmitArgs {
+  std::string db, targets = "host", out, specs;
+};
+
+std::vector<AttentionSpec> parse_specs(const std::string& list) {
+  std::vector<AttentionSpec> specs;
+  std::stringstream entries(list);
+  std::string text;
+  while (std::getline(entries, text, ',')) {
+    if (!text.empty()) specs.push_back(AttentionSpec::parse(text));
+  }
+  return specs;
+}
+
+int run_emit(const EmitArgs& args) {
+  std::vector<autotune::Record> records;
+  if (!args.db.empty()) {
+    if (!std::filesystem::exists(args.db)) {
+      throw std::invalid_argument("--db: " + args.db + " does not exist");
+    }
+    records = autotune::Database(args.db).records();
+  }
+  std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
+  emit::KernelPlan kernel_plan = emit::plan_kernels(records, targets, parse_specs(args.specs));
+  for (const std::string& skipped : kernel_plan.skipped) {
+    fmt::print(stderr, "skipped {}\n", skipped);
+  }
+  const std::vector<emit::PlannedKernel>& plan = kernel_plan.kernels;
+  if (plan.empty()) {
+    throw std::invalid_argument("nothing to emit: the database has no tuned spec and no --specs");
+  }
+  emit::Toolchain toolchain{ATTNFORGE_CXX,
+                            ATTNFORGE_AR,
+                            ATTNFORGE_RUNTIME_LIBRARY,
+                            ATTNFORGE_SPEC_LIBRARY,
+                            ATTNFORGE_RUNTIME_INCLUDE,
+                            ATTNFORGE_HALIDE_INCLUDE};
+  emit::write_package(plan, targets, toolchain, args.out,
+                      [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  fmt::print("{}: {} kernels; use with find_package(attnforge) and -Dattnforge_DIR={}\n", args.out,
+             plan.size(), (std::filesystem::absolute(args.out) / "lib/cmake/attnforge").string());
+  return 0;
+}
+
+}  // namespace
+
+Action add_emit_command(CLI::App& app) {
+  auto args = std::make_shared<EmitArgs>();
+  CLI::App* emit = app.add_subcommand("emit", "Compile the tuned kernels into a CMake package");
+  emit->add_option("--db", args->db, "Tuning database (JSONL) whose winners to emit");
+  emit->add_option("--targets", args->targets,
+                   "Comma-separated: host, avx2, avx512, cuda or Halide targets (default host)");
+  emit->add_option("--specs", args->specs,
+                   "Comma-separated specs to include even without a tuned record");
+  emit->add_option("--out", args->out, "Package folder (created)")->required();
+  return [emit, args] { return *emit ? run_emit(*args) : -1; };
+}
+
+}  // namespace attnforge::cli

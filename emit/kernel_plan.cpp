@@ -1,0 +1,111 @@
+#include "kernel_plan.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "generators/shape_bucket.h"
+#include "schedules/presets.h"
+#include "schedules/space.h"
+
+namespace attnforge::emit {
+
+namespace {
+
+using autotune::Record;
+using autotune::Status;
+using schedules::Schedule;
+
+std::string symbol(std::string text) {
+  for (char& c : text) {
+    if (c == '.') c = '_';
+  }
+  return text;
+}
+
+bool fits(const Schedule& schedule, const AttentionSpec& spec, const Halide::Target& target) {
+  return !schedules::check(schedule, spec, target).has_value();
+}
+
+// The generic kernel's schedule: the first preset that fits, widest first.
+std::string generic_schedule(const AttentionSpec& spec, const EmitTarget& target) {
+  for (const char* name : {"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
+                           "materialized_avx512", "materialized_avx2"}) {
+    if (fits(schedules::load_preset(name), spec, target.target)) return name;
+  }
+  return "naive";  // e.g. CUDA, whose presets the space does not have yet
+}
+
+// A record tuned on a machine like `target` (same GPU-ness) whose schedule fits it.
+std::optional<Schedule> usable_schedule(const Record& r, const AttentionSpec& spec,
+                                        const EmitTarget& target) {
+  if (r.status != Status::ok || !r.schedule.is_object()) return std::nullopt;
+  if (!Halide::Target::validate_target_string(r.target)) return std::nullopt;
+  if (Halide::Target(r.target).has_feature(Halide::Target::CUDA) != target.cuda) {
+    return std::nullopt;
+  }
+  try {
+    Schedule schedule = Schedule::from_json(r.schedule);
+    if (fits(schedule, spec, target.target)) return schedule;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<EmitTarget>& targets,
+                        const std::vector<AttentionSpec>& extra_specs) {
+  std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
+  for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
+  for (const Record& r : records) {
+    if (r.status != Status::ok || !r.schedule.is_object() || specs.count(r.spec)) continue;
+    try {
+      specs.emplace(r.spec, AttentionSpec::parse(r.spec));
+    } catch (const SpecError&) {  // a record of a spec this version cannot build
+    }
+  }
+
+  KernelPlan result;
+  std::vector<PlannedKernel>& plan = result.kernels;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const EmitTarget& target = targets[t];
+    for (const auto& [text, spec] : specs) {
+      if (target.cuda && spec.dtype == DType::bf16) {
+        // Halide 21's CUDA backend fails on bf16 storage (an LLVM cast assertion).
+        result.skipped.push_back(text + " on " + target.tag + ": bf16 is not supported on CUDA");
+        continue;
+      }
+      const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
+      const std::string preset = generic_schedule(spec, target);
+      plan.push_back({base + "generic", spec, t, "generic", preset, "preset " + preset});
+      std::map<std::string, std::pair<const Record*, Schedule>> fastest;  // by bucket
+      for (const Record& r : records) {
+        if (r.spec != text) continue;
+        try {
+          parse_shape_bucket(r.bucket);  // a bucket names files: only well-formed ones
+        } catch (const std::invalid_argument&) {
+          continue;
+        }
+        std::optional<Schedule> schedule = usable_schedule(r, spec, target);
+        if (!schedule) continue;
+        auto it = fastest.find(r.bucket);
+        if (it == fastest.end() || r.ms_median < it->second.first->ms_median) {
+          fastest.insert_or_assign(r.bucket, std::pair{&r, *schedule});
+        }
+      }
+      for (const auto& [bucket, best] : fastest) {
+        const Record& r = *best.first;
+        plan.push_back(
+            {base + symbol(bucket), spec, t, bucket,
+             schedules::canonical(best.second).to_json().dump(),
+             fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy)});
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace attnforge::emit

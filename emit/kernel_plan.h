@@ -1,0 +1,36 @@
+// Which kernels a package gets: for every spec and target, a generic kernel
+// (the best-fitting preset, so no spec is ever missing) and, per shape bucket,
+// the fastest correct schedule the tuning database holds for that spec on a
+// compatible target. The order is deterministic, so one database always
+// gives the same package sources.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autotune/record.h"
+#include "emit_target.h"
+#include "generators/attention_spec.h"
+
+namespace attnforge::emit {
+
+struct PlannedKernel {
+  std::string function;  // entry point: attnforge_<tag>_<spec>_<bucket or generic>
+  AttentionSpec spec;
+  size_t target = 0;     // index into the emit targets
+  std::string bucket;    // "generic" or a shape bucket such as b1.q2048.k2048
+  std::string schedule;  // schedule JSON, a preset name or "naive"
+  std::string origin;    // where the schedule comes from, for the manifest
+};
+
+struct KernelPlan {
+  std::vector<PlannedKernel> kernels;
+  std::vector<std::string> skipped;  // (spec, target) pairs no kernel can serve, and why
+};
+
+// extra_specs: specs to include even with no record.
+KernelPlan plan_kernels(const std::vector<autotune::Record>& records,
+                        const std::vector<EmitTarget>& targets,
+                        const std::vector<AttentionSpec>& extra_specs);
+
+}  // namespace attnforge::emit

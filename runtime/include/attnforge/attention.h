@@ -1,0 +1,75 @@
+// Scaled dot-product attention over many heads with the emitted kernels:
+//   out = softmax(q k^T * scale + bias + mask) v
+// q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] with H a multiple of H_kv (GQA/MQA);
+// out: [B, H, Lq, D]. Strides are free except the innermost (D), which must be
+// 1, so [B, L, H, D] memory is a view with swapped strides. All of q, k, v,
+// out (and bias, weights) share one element type: f32, f16 or bf16.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "status.h"
+#include "tensor.h"
+
+namespace attnforge {
+
+// Which keys a query sees by position. Everything here says which keys are
+// KEPT; there is no boolean mask tensor whose polarity a caller could guess.
+enum class MaskKind {
+  none,            // every key
+  causal,          // keys at or before the query's aligned position
+  sliding_window,  // keys within [p - window_left, p + window_right] of aligned position p
+};
+
+// Where query i sits among the keys when Lq != Lk: top_left at key i (PyTorch's
+// is_causal); bottom_right at key i + Lk - Lq (decoding with a KV cache).
+enum class MaskAlignment { top_left, bottom_right };
+
+struct AttentionOptions {
+  MaskKind mask = MaskKind::none;
+  MaskAlignment alignment = MaskAlignment::top_left;
+  int window_left = 0;  // sliding_window only; must match an emitted kernel's window
+  int window_right = 0;
+
+  // Key padding: int32 [B]; batch b KEEPS keys 0 .. key_lengths[b] - 1 and
+  // masks the rest. 0 <= key_lengths[b] <= Lk; a row with no key is zeros.
+  const TensorView* key_lengths = nullptr;
+
+  // Additive bias on the logits, [B or 1, H or 1, Lq, Lk], the call's element
+  // type; a size-1 dimension broadcasts. -inf masks that position.
+  const TensorView* bias = nullptr;
+
+  // ALiBi: f32 [H]; adds -slope[h] * |j - aligned(i)|. Not with `bias`.
+  const TensorView* alibi_slopes = nullptr;
+
+  float scale = NAN;  // NaN: 1 / sqrt(D)
+
+  // Also write the normalized attention weights, [B, H, Lq, Lk].
+  TensorView* weights = nullptr;
+};
+
+// Validates every argument, picks the best emitted kernel and runs it. On any
+// error nothing is written to out or weights.
+Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                 const TensorView& out, const AttentionOptions& options = {});
+
+// The kernel attention() would run for these arguments (after the same
+// validation), for logs and tests.
+struct KernelChoice {
+  std::string function;  // the emitted kernel's entry point
+  std::string spec;      // its attention spec, e.g. causal.gqa8x2.d64.f32
+  std::string target;    // the Halide target it was compiled for
+  std::string bucket;    // the shape bucket it was tuned for, or "generic"
+};
+Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& out, const AttentionOptions& options, KernelChoice* choice);
+
+// Every kernel in the linked package.
+std::vector<KernelChoice> available_kernels();
+
+// Worker threads of CPU kernels (0: one per core). Applies to later calls.
+void set_num_threads(int threads);
+
+}  // namespace attnforge

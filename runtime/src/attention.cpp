@@ -1,0 +1,122 @@
+#include "attnforge/attention.h"
+
+#include <HalideRuntime.h>
+
+#include <mutex>
+
+#include "call_validation.h"
+#include "cpu_features.h"
+#include "cuda_driver.h"
+#include "generators/kernel_arguments.h"
+#include "halide_tensor.h"
+#include "kernel_registry.h"
+
+namespace attnforge {
+
+namespace {
+
+using runtime::ValidatedCall;
+
+// Halide's default handler aborts the process; calls report instead.
+thread_local std::string kernel_message;
+void capture_kernel_error(void*, const char* message) {
+  kernel_message = message;
+}
+void install_error_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { halide_set_error_handler(capture_kernel_error); });
+}
+
+Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+               const AttentionOptions& options, ValidatedCall* call, const KernelEntry** kernel) {
+  Status status = runtime::validate_call(q, k, v, out, options, call);
+  if (!status.ok()) return status;
+  std::string cuda_missing;
+  if (call->device == Device::cuda) runtime::cuda_device_available(&cuda_missing);
+  *kernel = runtime::choose(*call, runtime::host_cpu_features(), cuda_missing, &status);
+  return status;
+}
+
+KernelChoice describe(const KernelEntry& e) {
+  std::string bucket = "generic";
+  if (e.bucket_batch != 0) {
+    bucket = "b" + std::to_string(e.bucket_batch) + ".q" + std::to_string(e.bucket_q_len) + ".k" +
+             std::to_string(e.bucket_kv_len);
+  }
+  return {e.function, e.spec, e.target, bucket};
+}
+
+}  // namespace
+
+Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& out, const AttentionOptions& options, KernelChoice* choice) {
+  ValidatedCall call;
+  const KernelEntry* kernel = nullptr;
+  Status status = prepare(q, k, v, out, options, &call, &kernel);
+  if (status.ok() && choice) *choice = describe(*kernel);
+  return status;
+}
+
+Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                 const TensorView& out, const AttentionOptions& options) {
+  ValidatedCall call;
+  const KernelEntry* kernel = nullptr;
+  Status status = prepare(q, k, v, out, options, &call, &kernel);
+  if (!status.ok() || call.empty) return status;
+  install_error_handler();
+
+  const KernelPackage& package = attnforge_kernel_package;
+  const int64_t heads = q.shape[1];
+  const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
+  runtime::HalideTensor tq, tk, tv, tout, tlengths, tbias, tslopes, tweights;
+  KernelArguments args;
+  int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
+              tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
+  args.q = tq.get();
+  args.k = tk.get();
+  args.v = tv.get();
+  args.out = tout.get();
+  if (options.key_lengths) {
+    error |= tlengths.wrap(*options.key_lengths, nullptr, package);
+    args.key_lengths = tlengths.get();
+  }
+  if (options.bias) {
+    error |= tbias.wrap(*options.bias, bias_extents, package);
+    args.bias = tbias.get();
+  }
+  if (options.alibi_slopes) {
+    error |= tslopes.wrap(*options.alibi_slopes, nullptr, package);
+    args.alibi_slopes = tslopes.get();
+  }
+  if (options.weights) {
+    error |= tweights.wrap(*options.weights, nullptr, package);
+    args.weights = tweights.get();
+  }
+  if (error != 0) {
+    return {ErrorCode::kernel_failed,
+            "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};
+  }
+  args.scale = call.scale;
+  KernelArgv argv = kernel_argv(call.spec, args);
+  kernel_message.clear();
+  error = kernel->argv(argv.data());
+  if (error != 0) {
+    return {ErrorCode::kernel_failed, std::string(kernel->function) + " failed (Halide error " +
+                                          std::to_string(error) + "): " + kernel_message};
+  }
+  return Status::success();
+}
+
+std::vector<KernelChoice> available_kernels() {
+  std::vector<KernelChoice> kernels;
+  for (const runtime::RegisteredKernel& k : runtime::registered_kernels()) {
+    kernels.push_back(describe(*k.entry));
+  }
+  return kernels;
+}
+
+void set_num_threads(int threads) {
+  halide_set_num_threads(threads < 0 ? 0 : threads);
+}
+
+}  // namespace attnforge

@@ -1,0 +1,221 @@
+#include "call_validation.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace attnforge::runtime {
+
+namespace {
+
+constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();  // kernels index in int32
+
+Status invalid(std::string message) {
+  return {ErrorCode::invalid_argument, std::move(message)};
+}
+
+std::string shape_text(const TensorView& t) {
+  std::string text = "[";
+  for (int n = 0; n < t.rank; ++n) text += fmt::format("{}{}", n ? ", " : "", t.shape[n]);
+  return text + "]";
+}
+
+// Rank, extents, strides and span of one tensor on its own.
+Status check_layout(const TensorView& t, const char* name, int rank, const char* expected) {
+  if (t.rank != rank) {
+    return invalid(fmt::format("{}: expected rank {} {}, got rank {}", name, rank, expected,
+                               t.rank < 0 ? -t.rank : t.rank));
+  }
+  int64_t span = 0;
+  bool empty = false;
+  for (int n = 0; n < rank; ++n) {
+    if (t.shape[n] < 0 || t.shape[n] > kMaxIndex) {
+      return invalid(fmt::format("{}: dimension {} of shape {} is {}; expected 0..{}", name, n,
+                                 shape_text(t), t.shape[n], kMaxIndex));
+    }
+    if (t.strides[n] < 0 || t.strides[n] > kMaxIndex) {
+      return invalid(fmt::format("{}: stride {} is {}; expected 0..{} elements", name, n,
+                                 t.strides[n], kMaxIndex));
+    }
+    empty = empty || t.shape[n] == 0;
+    if (t.shape[n] > 0) span += (t.shape[n] - 1) * t.strides[n];  // < 4 * 2^62: no overflow
+  }
+  if (t.strides[rank - 1] != 1 && t.shape[rank - 1] > 1) {
+    return invalid(
+        fmt::format("{}: the innermost stride must be 1, got {}", name, t.strides[rank - 1]));
+  }
+  // Halide limits a buffer to 2^31 - 1 bytes (without its large_buffers feature).
+  const int64_t bytes = (span + 1) * element_bytes(t.type);
+  if (!empty && bytes > kMaxIndex) {
+    return invalid(fmt::format("{}: shape {} spans {} bytes; kernels address at most {}", name,
+                               shape_text(t), bytes, kMaxIndex));
+  }
+  if (t.data == nullptr && !empty) return invalid(fmt::format("{}: data is null", name));
+  return Status::success();
+}
+
+Status check_type(const TensorView& t, const char* name, ElementType expected) {
+  if (t.type != expected) {
+    return invalid(fmt::format("{}: expected element type {}, got {}", name, to_string(expected),
+                               to_string(t.type)));
+  }
+  return Status::success();
+}
+
+Status check_device(const TensorView& t, const char* name, Device expected) {
+  if (t.device != expected) {
+    return invalid(fmt::format("{}: on {}, but q is on {}; every tensor must be on one device",
+                               name, to_string(t.device), to_string(expected)));
+  }
+  return Status::success();
+}
+
+// Each dimension equal to `expected`, or 1 where `broadcast_ok` allows it.
+Status check_shape(const TensorView& t, const char* name, const int64_t (&expected)[4],
+                   const char* expected_text, const bool (&broadcast_ok)[4] = {}) {
+  for (int n = 0; n < t.rank; ++n) {
+    if (t.shape[n] != expected[n] && !(broadcast_ok[n] && t.shape[n] == 1)) {
+      return invalid(fmt::format("{}: expected shape {} = [{}, {}, {}, {}], got {}", name,
+                                 expected_text, expected[0], expected[1], expected[2], expected[3],
+                                 shape_text(t)));
+    }
+  }
+  return Status::success();
+}
+
+#define ATTNFORGE_CHECK(expression)    \
+  do {                                 \
+    Status status_ = (expression);     \
+    if (!status_.ok()) return status_; \
+  } while (0)
+
+Status check_options(const AttentionOptions& o, const TensorView& q, const ValidatedCall& call,
+                     int64_t heads) {
+  const int64_t b = call.batch, lq = call.q_len, lk = call.kv_len;
+  if (o.mask == MaskKind::sliding_window ? (o.window_left < 0 || o.window_right < 0)
+                                         : (o.window_left != 0 || o.window_right != 0)) {
+    return invalid(fmt::format(
+        "window_left, window_right: ({}, {}); expected sizes >= 0 with a sliding_window mask "
+        "and 0 otherwise",
+        o.window_left, o.window_right));
+  }
+  if (!std::isnan(o.scale) && !std::isfinite(o.scale)) {
+    return invalid(
+        fmt::format("scale: expected a finite number or NaN (1/sqrt(D)), got {}", o.scale));
+  }
+  if (o.bias && o.alibi_slopes) return invalid("bias, alibi_slopes: give one or the other");
+  if (const TensorView* lengths = o.key_lengths) {
+    ATTNFORGE_CHECK(check_layout(*lengths, "key_lengths", 1, "[B]"));
+    ATTNFORGE_CHECK(check_type(*lengths, "key_lengths", ElementType::i32));
+    ATTNFORGE_CHECK(check_device(*lengths, "key_lengths", q.device));
+    if (lengths->shape[0] != b) {
+      return invalid(
+          fmt::format("key_lengths: expected shape [B] = [{}], got {}", b, shape_text(*lengths)));
+    }
+    if (lengths->device == Device::cpu) {
+      const auto* values = static_cast<const int32_t*>(lengths->data);
+      for (int64_t n = 0; n < b; ++n) {
+        int32_t length = values[n * lengths->strides[0]];
+        if (length < 0 || length > lk) {
+          return invalid(
+              fmt::format("key_lengths: [{}] is {}; expected 0..Lk ({})", n, length, lk));
+        }
+      }
+    }
+  }
+  if (const TensorView* bias = o.bias) {
+    ATTNFORGE_CHECK(check_layout(*bias, "bias", 4, "[B or 1, H or 1, Lq, Lk]"));
+    ATTNFORGE_CHECK(check_type(*bias, "bias", q.type));
+    ATTNFORGE_CHECK(check_device(*bias, "bias", q.device));
+    ATTNFORGE_CHECK(check_shape(*bias, "bias", {b, heads, lq, lk}, "[B or 1, H or 1, Lq, Lk]",
+                                {true, true, false, false}));
+  }
+  if (const TensorView* slopes = o.alibi_slopes) {
+    ATTNFORGE_CHECK(check_layout(*slopes, "alibi_slopes", 1, "[H]"));
+    ATTNFORGE_CHECK(check_type(*slopes, "alibi_slopes", ElementType::f32));
+    ATTNFORGE_CHECK(check_device(*slopes, "alibi_slopes", q.device));
+    if (slopes->shape[0] != heads) {
+      return invalid(fmt::format("alibi_slopes: expected shape [H] = [{}], got {}", heads,
+                                 shape_text(*slopes)));
+    }
+  }
+  if (const TensorView* weights = o.weights) {
+    ATTNFORGE_CHECK(check_layout(*weights, "weights", 4, "[B, H, Lq, Lk]"));
+    ATTNFORGE_CHECK(check_type(*weights, "weights", q.type));
+    ATTNFORGE_CHECK(check_device(*weights, "weights", q.device));
+    ATTNFORGE_CHECK(check_shape(*weights, "weights", {b, heads, lq, lk}, "[B, H, Lq, Lk]"));
+  }
+  return Status::success();
+}
+
+DType storage_type(ElementType type) {
+  return type == ElementType::f16    ? DType::f16
+         : type == ElementType::bf16 ? DType::bf16
+                                     : DType::f32;
+}
+
+}  // namespace
+
+Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& out, const AttentionOptions& options, ValidatedCall* call) {
+  ATTNFORGE_CHECK(check_layout(q, "q", 4, "[B, H, Lq, D]"));
+  if (q.type == ElementType::i32) {
+    return invalid("q: expected element type f32, f16 or bf16, got i32");
+  }
+  ATTNFORGE_CHECK(check_layout(k, "k", 4, "[B, H_kv, Lk, D]"));
+  ATTNFORGE_CHECK(check_layout(v, "v", 4, "[B, H_kv, Lk, D]"));
+  ATTNFORGE_CHECK(check_layout(out, "out", 4, "[B, H, Lq, D]"));
+  const int64_t b = q.shape[0], h = q.shape[1], lq = q.shape[2], d = q.shape[3];
+  const int64_t h_kv = k.shape[1], lk = k.shape[2];
+  ATTNFORGE_CHECK(check_shape(k, "k", {b, h_kv, lk, d}, "[B, H_kv, Lk, D]"));
+  ATTNFORGE_CHECK(check_shape(v, "v", {b, h_kv, lk, d}, "[B, H_kv, Lk, D] (as k)"));
+  ATTNFORGE_CHECK(check_shape(out, "out", {b, h, lq, d}, "[B, H, Lq, D] (as q)"));
+  for (const auto& [tensor, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}}) {
+    ATTNFORGE_CHECK(check_type(*tensor, name, q.type));
+    ATTNFORGE_CHECK(check_device(*tensor, name, q.device));
+  }
+  if (h < 1 || d < 1)
+    return invalid(fmt::format("q: H and D must be at least 1, got {}", shape_text(q)));
+  if (h_kv < 1 || h % h_kv != 0) {
+    return invalid(fmt::format("k: H_kv = {} must divide H = {} (MHA, GQA or MQA)", h_kv, h));
+  }
+  if (lk < 1) return invalid("k: Lk is 0; attention needs at least one key");
+
+  call->batch = static_cast<int>(b);
+  call->q_len = static_cast<int>(lq);
+  call->kv_len = static_cast<int>(lk);
+  call->device = q.device;
+  call->empty = b == 0 || lq == 0;
+  ATTNFORGE_CHECK(check_options(options, q, *call, h));
+
+  AttentionSpec& spec = call->spec;
+  spec.mask = options.mask == MaskKind::causal           ? PositionMask::causal
+              : options.mask == MaskKind::sliding_window ? PositionMask::window
+                                                         : PositionMask::none;
+  spec.window_left = options.window_left;
+  spec.window_right = options.window_right;
+  const bool positional = spec.mask != PositionMask::none || options.alibi_slopes != nullptr;
+  spec.alignment = positional && options.alignment == MaskAlignment::bottom_right
+                       ? Alignment::bottom_right
+                       : Alignment::top_left;
+  spec.key_padding = options.key_lengths != nullptr;
+  spec.bias = options.bias           ? BiasKind::tensor
+              : options.alibi_slopes ? BiasKind::alibi
+                                     : BiasKind::none;
+  spec.heads = static_cast<int>(std::min<int64_t>(h, 1 << 20));
+  spec.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));
+  spec.head_dim = static_cast<int>(std::min<int64_t>(d, 1 << 20));
+  spec.dtype = storage_type(q.type);
+  spec.return_weights = options.weights != nullptr;
+  try {
+    spec.validate();
+  } catch (const SpecError& error) {
+    return invalid(error.what());
+  }
+  call->scale = std::isnan(options.scale) ? default_scale(spec.head_dim) : options.scale;
+  return Status::success();
+}
+
+}  // namespace attnforge::runtime

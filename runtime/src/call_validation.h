@@ -1,0 +1,22 @@
+// Checks one attention call's arguments against each other and derives the
+// spec of the kernel it needs. Every error names the argument, the expected
+// and the given value.
+#pragma once
+
+#include "attnforge/attention.h"
+#include "generators/attention_spec.h"
+
+namespace attnforge::runtime {
+
+struct ValidatedCall {
+  AttentionSpec spec;  // the kernel this call needs
+  int batch = 0, q_len = 0, kv_len = 0;
+  float scale = 0.0f;
+  Device device = Device::cpu;
+  bool empty = false;  // B == 0 or Lq == 0: nothing to compute
+};
+
+Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& out, const AttentionOptions& options, ValidatedCall* call);
+
+}  // namespace attnforge::runtime

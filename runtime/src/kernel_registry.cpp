@@ -1,0 +1,96 @@
+#include "kernel_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "generators/shape_bucket.h"
+
+namespace attnforge::runtime {
+
+namespace {
+
+std::vector<RegisteredKernel> parse_package() {
+  std::vector<RegisteredKernel> kernels;
+  const KernelPackage& package = attnforge_kernel_package;
+  for (int n = 0; n < package.count; ++n) {
+    // The emitter wrote canonical specs; one that does not parse is skipped, not fatal.
+    try {
+      kernels.push_back({&package.entries[n], AttentionSpec::parse(package.entries[n].spec)});
+    } catch (const SpecError&) {
+    }
+  }
+  return kernels;
+}
+
+std::string package_specs() {
+  std::set<std::string> specs;
+  for (const RegisteredKernel& k : registered_kernels()) specs.insert(k.entry->spec);
+  std::string text;
+  for (const std::string& spec : specs) text += (text.empty() ? "" : ", ") + spec;
+  return text.empty() ? "no kernels" : text;
+}
+
+// Higher is better: the call's own bucket, then generic, then the nearest other.
+double bucket_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
+  if (e.bucket_batch == 0) return 2.0;
+  if (e.bucket_batch == batch && e.bucket_q_len == q_len && e.bucket_kv_len == kv_len) return 3.0;
+  double distance = std::abs(std::log2(double(e.bucket_batch) / batch)) +
+                    std::abs(std::log2(double(e.bucket_q_len) / q_len)) +
+                    std::abs(std::log2(double(e.bucket_kv_len) / kv_len));
+  return 1.0 / (1.0 + distance);
+}
+
+}  // namespace
+
+const std::vector<RegisteredKernel>& registered_kernels() {
+  static const std::vector<RegisteredKernel> kernels = parse_package();
+  return kernels;
+}
+
+const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
+                          const std::string& cuda_missing, Status* status) {
+  const bool cuda = call.device == Device::cuda;
+  const int batch = batch_bucket(std::max(call.batch, 1));
+  const int q_len = length_bucket(std::max(call.q_len, 1));
+  const int kv_len = length_bucket(std::max(call.kv_len, 1));
+  bool same_spec = false, same_device = false;
+  const KernelEntry* best = nullptr;
+  double best_score = -1.0;
+  for (const RegisteredKernel& k : registered_kernels()) {
+    if (k.spec != call.spec) continue;
+    same_spec = true;
+    if ((k.entry->cuda != 0) != cuda) continue;
+    same_device = true;
+    if (!cuda && (k.entry->cpu_features & ~cpu_features) != 0) continue;
+    double score = bucket_score(*k.entry, batch, q_len, kv_len) * 1000.0 + k.entry->rank;
+    if (score > best_score) {
+      best = k.entry;
+      best_score = score;
+    }
+  }
+  const std::string spec = call.spec.to_string();
+  if (!same_spec) {
+    *status = {ErrorCode::no_kernel,
+               fmt::format("no emitted kernel computes {} (head dim {}, {} heads, {} kv heads); "
+                           "this package has: {}",
+                           spec, call.spec.head_dim, call.spec.heads, call.spec.kv_heads,
+                           package_specs())};
+  } else if (!same_device) {
+    *status = {ErrorCode::no_kernel,
+               fmt::format("the package has no {} kernel for {}", cuda ? "CUDA" : "CPU", spec)};
+  } else if (!best) {
+    *status = {ErrorCode::no_kernel,
+               fmt::format("every CPU kernel for {} needs instructions this CPU lacks", spec)};
+  } else if (cuda && !cuda_missing.empty()) {
+    *status = {ErrorCode::no_device, "q: CUDA tensors given, but " + cuda_missing};
+    return nullptr;
+  } else {
+    *status = Status::success();
+  }
+  return best;
+}
+
+}  // namespace attnforge::runtime

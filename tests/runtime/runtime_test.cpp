@@ -1,0 +1,141 @@
+// The runtime against an emitted package: results match the double reference
+// for every packaged spec on odd sizes; dispatch picks the tuned kernel of the
+// call's shape bucket, else the generic one; every bad argument is a clear
+// error that leaves out untouched; concurrent calls are correct.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "attnforge/attention.h"
+#include "tensor_views.h"
+
+namespace attnforge::testing {
+namespace {
+
+const char* const kPackageSpecs[] = {"causal.gqa4x2.d64.f32", "full.mha2.d32.f32.weights",
+                                     "window8_4.br.kpad.mha2.d32.f16", "full.bias.mqa4.d32.bf16",
+                                     "causal.br.alibi.mha2.d32.f32"};
+
+void expect_matches_reference(const std::string& spec_text, CaseShape shape,
+                              CaseOptions options = {}) {
+  const AttentionSpec spec = AttentionSpec::parse(spec_text);
+  AttentionCase c(spec, shape, options);
+  RuntimeCall call(spec, c);
+  Status status = call.run();
+  ASSERT_TRUE(status.ok()) << spec_text << ": " << status.message;
+  Comparison result = c.compare();
+  EXPECT_TRUE(result.ok) << spec_text << " B" << shape.batch << " Lq" << shape.q_len << " Lk"
+                         << shape.kv_len << ": " << result.first_failure;
+}
+
+TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
+  for (const char* spec : kPackageSpecs) {
+    for (CaseShape shape : {CaseShape{1, 1, 1}, CaseShape{2, 7, 33}, CaseShape{3, 65, 40},
+                            CaseShape{1, 64, 64}, CaseShape{2, 1, 100}}) {
+      expect_matches_reference(spec, shape);
+    }
+  }
+}
+
+TEST(Runtime, StridedLayoutsAndBroadcastBiasWork) {
+  expect_matches_reference("causal.gqa4x2.d64.f32", {2, 19, 23}, {Layout::blhd});
+  CaseOptions broadcast;
+  broadcast.broadcast_bias = true;
+  expect_matches_reference("full.bias.mqa4.d32.bf16", {2, 9, 17}, broadcast);
+}
+
+TEST(Runtime, DispatchPrefersTheTunedBucketThenTheGenericKernel) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.gqa4x2.d64.f32");
+  AttentionCase tuned_shape(spec, {1, 64, 64}), other_shape(spec, {1, 300, 200});
+  KernelChoice choice;
+  RuntimeCall tuned(spec, tuned_shape);
+  ASSERT_TRUE(choose_kernel(tuned.q, tuned.k, tuned.v, tuned.out, tuned.options, &choice).ok());
+  EXPECT_EQ(choice.bucket, "b1.q64.k64");
+  EXPECT_EQ(choice.spec, "causal.gqa4x2.d64.f32");
+  RuntimeCall other(spec, other_shape);
+  ASSERT_TRUE(choose_kernel(other.q, other.k, other.v, other.out, other.options, &choice).ok());
+  EXPECT_EQ(choice.bucket, "generic");
+  EXPECT_EQ(choice.function.find("cuda"), std::string::npos);  // host tensors: CPU kernels
+}
+
+TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
+  int generic = 0, tuned = 0, cuda = 0;
+  for (const KernelChoice& k : available_kernels()) {
+    if (k.bucket == "generic") ++generic;
+    if (k.bucket == "b1.q64.k64") ++tuned;
+    if (k.target.find("cuda") != std::string::npos) ++cuda;
+  }
+  EXPECT_EQ(generic, 5 * 3 - 1);  // every spec for avx2, host and CUDA, but bf16 on CUDA
+  EXPECT_EQ(tuned, 2);            // the correct record for avx2 and host; the wrong one never
+  EXPECT_EQ(cuda, 4);
+}
+
+TEST(Runtime, AHeadDimWithNoKernelIsNamed) {
+  std::vector<float> q(1 * 2 * 3 * 80), kv(1 * 2 * 4 * 80), out(q.size());
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 2, 3, 80});
+  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 4, 80});
+  TensorView tout = TensorView::contiguous(out.data(), ElementType::f32, {1, 2, 3, 80});
+  Status status = attention(tq, tk, tk, tout);
+  EXPECT_EQ(status.code, ErrorCode::no_kernel);
+  EXPECT_NE(status.message.find("head dim 80"), std::string::npos) << status.message;
+  EXPECT_NE(status.message.find("causal.gqa4x2.d64.f32"), std::string::npos) << status.message;
+}
+
+TEST(Runtime, CudaTensorsWithoutADeviceAreAClearError) {
+  std::vector<float> q(1 * 4 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size(), 7.0f);
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 4, 3, 64}, Device::cuda);
+  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
+  TensorView tout =
+      TensorView::contiguous(out.data(), ElementType::f32, {1, 4, 3, 64}, Device::cuda);
+  AttentionOptions causal;
+  causal.mask = MaskKind::causal;
+  KernelChoice choice;
+  Status status = choose_kernel(tq, tk, tk, tout, causal, &choice);
+  if (status.ok()) GTEST_SKIP() << "a CUDA device is present: " << choice.function;
+  EXPECT_EQ(status.code, ErrorCode::no_device);
+  EXPECT_NE(status.message.find("CUDA"), std::string::npos) << status.message;
+}
+
+TEST(Runtime, AnEmptyBatchOrQueryIsANoOp) {
+  std::vector<float> kv(2 * 2 * 5 * 64);
+  AttentionOptions causal;
+  causal.mask = MaskKind::causal;
+  TensorView no_batch_q = TensorView::contiguous(nullptr, ElementType::f32, {0, 4, 3, 64});
+  TensorView no_batch_kv = TensorView::contiguous(kv.data(), ElementType::f32, {0, 2, 5, 64});
+  Status status = attention(no_batch_q, no_batch_kv, no_batch_kv, no_batch_q, causal);
+  EXPECT_TRUE(status.ok()) << status.message;
+  TensorView no_query = TensorView::contiguous(nullptr, ElementType::f32, {2, 4, 0, 64});
+  TensorView kv_view = TensorView::contiguous(kv.data(), ElementType::f32, {2, 2, 5, 64});
+  status = attention(no_query, kv_view, kv_view, no_query, causal);
+  EXPECT_TRUE(status.ok()) << status.message;
+}
+
+TEST(Runtime, ConcurrentCallsFromEightThreadsAreCorrect) {
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([t, &failures] {
+      const AttentionSpec spec = AttentionSpec::parse(kPackageSpecs[t % 5]);
+      for (int round = 0; round < 10; ++round) {
+        CaseOptions options;
+        options.seed = static_cast<uint32_t>(t * 100 + round);
+        AttentionCase c(spec, {1 + t % 2, 5 + round, 9 + 3 * t}, options);
+        RuntimeCall call(spec, c);
+        if (!call.run().ok() || !c.compare().ok) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(Runtime, OneThreadGivesTheSameResults) {
+  set_num_threads(1);
+  expect_matches_reference("causal.gqa4x2.d64.f32", {2, 33, 47});
+  set_num_threads(0);
+}
+
+}  // namespace
+}  // namespace attnforge::testing

@@ -1,0 +1,30 @@
+// TensorViews over the buffers of a test case, and the runtime options that
+// match its spec, so the runtime computes exactly what the case's reference does.
+#pragma once
+
+#include <HalideRuntime.h>
+
+#include "attnforge/attention.h"
+#include "generators/attention_spec.h"
+#include "tests/support/attention_case.h"
+
+namespace attnforge::testing {
+
+// The view of a Halide buffer: dimensions reversed to outermost first.
+TensorView view_of(const halide_buffer_t& buffer);
+
+// Views of a case's tensors and the options for its spec; the case must
+// outlive it. Not copyable: the options point into it.
+struct RuntimeCall {
+  RuntimeCall(const AttentionSpec& spec, AttentionCase& c);
+  RuntimeCall(const RuntimeCall&) = delete;
+  RuntimeCall& operator=(const RuntimeCall&) = delete;
+
+  TensorView q, k, v, out;
+  TensorView key_lengths, bias, alibi_slopes, weights;
+  AttentionOptions options;
+
+  Status run() { return attention(q, k, v, out, options); }
+};
+
+}  // namespace attnforge::testing

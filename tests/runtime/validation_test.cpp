@@ -1,0 +1,175 @@
+// Every bad argument is an invalid_argument Status whose message names the
+// argument and says what was expected and given; out is never written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "attnforge/attention.h"
+
+namespace attnforge {
+namespace {
+
+// A valid causal GQA call (H 4, H_kv 2, D 64, B 2, Lq 5, Lk 7) that each case breaks once.
+struct Call {
+  std::vector<float> q = std::vector<float>(2 * 4 * 5 * 64, 0.5f);
+  std::vector<float> kv = std::vector<float>(2 * 2 * 7 * 64, 0.25f);
+  std::vector<float> out = std::vector<float>(2 * 4 * 5 * 64, 7.0f);
+  std::vector<int32_t> lengths = {7, 3};
+  std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+  std::vector<float> bias = std::vector<float>(5 * 7, 0.0f);
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {2, 4, 5, 64});
+  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {2, 2, 7, 64});
+  TensorView tv = tk;
+  TensorView tout = TensorView::contiguous(out.data(), ElementType::f32, {2, 4, 5, 64});
+  TensorView tlengths = TensorView::contiguous(lengths.data(), ElementType::i32, {2});
+  TensorView tslopes = TensorView::contiguous(slopes.data(), ElementType::f32, {4});
+  TensorView tbias = TensorView::contiguous(bias.data(), ElementType::f32, {1, 1, 5, 7});
+  AttentionOptions options;
+
+  Call() { options.mask = MaskKind::causal; }
+  Status run() { return attention(tq, tk, tv, tout, options); }
+  bool out_untouched() const {
+    for (float x : out) {
+      if (x != 7.0f) return false;
+    }
+    return true;
+  }
+};
+
+struct BadCase {
+  const char* what;
+  std::function<void(Call&)> breaks;
+  std::vector<const char*> message_has;
+};
+
+TEST(Validation, TheUnbrokenCallRuns) {
+  Call call;
+  Status status = call.run();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_FALSE(call.out_untouched());
+}
+
+TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
+  const std::vector<BadCase> cases = {
+      {"q rank 3", [](Call& c) { c.tq.rank = 3; }, {"q:", "rank 4", "[B, H, Lq, D]", "rank 3"}},
+      {"rank 5",
+       [](Call& c) {
+         c.tq = TensorView::contiguous(c.q.data(), ElementType::f32, {1, 2, 4, 5, 64});
+       },
+       {"q:", "rank 4", "rank 5"}},
+      {"k head dim",
+       [](Call& c) {
+         c.tk.shape[3] = 32;
+         c.tv = c.tk;
+       },
+       {"k:", "[2, 2, 7, 64]", "[2, 2, 7, 32]"}},
+      {"v differs from k", [](Call& c) { c.tv.shape[2] = 6; }, {"v:", "as k", "[2, 2, 6, 64]"}},
+      {"out shape",
+       [](Call& c) { c.tout.shape[2] = 4; },
+       {"out:", "[2, 4, 5, 64]", "[2, 4, 4, 64]"}},
+      {"batch mismatch",
+       [](Call& c) {
+         c.tk.shape[0] = 1;
+         c.tv = c.tk;
+       },
+       {"k:", "[B, H_kv, Lk, D]"}},
+      {"k element type", [](Call& c) { c.tk.type = ElementType::f16; }, {"k:", "f32", "f16"}},
+      {"q integer", [](Call& c) { c.tq.type = ElementType::i32; }, {"q:", "i32"}},
+      {"innermost stride", [](Call& c) { c.tq.strides[3] = 2; }, {"q:", "innermost stride", "2"}},
+      {"negative stride", [](Call& c) { c.tk.strides[1] = -64; }, {"k:", "stride 1", "-64"}},
+      {"null data", [](Call& c) { c.tv.data = nullptr; }, {"v:", "null"}},
+      {"H not divisible",
+       [](Call& c) {
+         c.tk.shape[1] = 3;
+         c.tv = c.tk;
+       },
+       {"k:", "H_kv = 3", "H = 4"}},
+      {"overflowing size",
+       [](Call& c) { c.tq.shape[2] = int64_t(1) << 40; },
+       {"q:", "dimension 2", "1099511627776"}},
+      {"overflowing span",
+       [](Call& c) { c.tq.strides[0] = int64_t(1) << 30; },
+       {"q:", "spans", "kernels address at most"}},
+      {"negative extent", [](Call& c) { c.tout.shape[0] = -2; }, {"out:", "dimension 0", "-2"}},
+      {"no keys",
+       [](Call& c) {
+         c.tk.shape[2] = 0;
+         c.tv = c.tk;
+       },
+       {"k:", "Lk is 0"}},
+      {"device mismatch",
+       [](Call& c) { c.tout.device = Device::cuda; },
+       {"out:", "on cuda", "q is on cpu"}},
+      {"key length too long",
+       [](Call& c) {
+         c.lengths[1] = 8;
+         c.options.key_lengths = &c.tlengths;
+       },
+       {"key_lengths:", "[1] is 8", "0..Lk (7)"}},
+      {"negative key length",
+       [](Call& c) {
+         c.lengths[0] = -1;
+         c.options.key_lengths = &c.tlengths;
+       },
+       {"key_lengths:", "[0] is -1"}},
+      {"key lengths type",
+       [](Call& c) {
+         c.tlengths.type = ElementType::f32;
+         c.options.key_lengths = &c.tlengths;
+       },
+       {"key_lengths:", "i32"}},
+      {"key lengths count",
+       [](Call& c) {
+         c.tlengths.shape[0] = 1;
+         c.options.key_lengths = &c.tlengths;
+       },
+       {"key_lengths:", "[B] = [2]", "[1]"}},
+      {"bias not broadcastable",
+       [](Call& c) {
+         c.tbias.shape[3] = 6;
+         c.options.bias = &c.tbias;
+       },
+       {"bias:", "[B or 1, H or 1, Lq, Lk]", "[1, 1, 5, 6]"}},
+      {"bias with alibi",
+       [](Call& c) {
+         c.options.bias = &c.tbias;
+         c.options.alibi_slopes = &c.tslopes;
+       },
+       {"bias, alibi_slopes"}},
+      {"alibi length",
+       [](Call& c) {
+         c.tslopes.shape[0] = 3;
+         c.options.alibi_slopes = &c.tslopes;
+       },
+       {"alibi_slopes:", "[H] = [4]", "[3]"}},
+      {"weights shape",
+       [](Call& c) { c.options.weights = &c.tout; },
+       {"weights:", "[B, H, Lq, Lk]", "[2, 4, 5, 7]"}},
+      {"window without its mask",
+       [](Call& c) { c.options.window_left = 4; },
+       {"window_left", "(4, 0)"}},
+      {"negative window",
+       [](Call& c) {
+         c.options.mask = MaskKind::sliding_window;
+         c.options.window_right = -1;
+       },
+       {"window_left, window_right", "(0, -1)"}},
+      {"infinite scale", [](Call& c) { c.options.scale = INFINITY; }, {"scale:", "inf"}},
+  };
+  for (const BadCase& bad : cases) {
+    Call call;
+    bad.breaks(call);
+    Status status = call.run();
+    EXPECT_EQ(status.code, ErrorCode::invalid_argument) << bad.what << ": " << status.message;
+    for (const char* part : bad.message_has) {
+      EXPECT_NE(status.message.find(part), std::string::npos)
+          << bad.what << ": '" << status.message << "' lacks '" << part << "'";
+    }
+    EXPECT_TRUE(call.out_untouched()) << bad.what;
+  }
+}
+
+}  // namespace
+}  // namespace attnforge
