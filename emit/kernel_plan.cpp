@@ -29,13 +29,14 @@ bool fits(const Schedule& schedule, const AttentionSpec& spec, const Halide::Tar
   return !schedules::check(schedule, spec, target).has_value();
 }
 
-// The generic kernel's schedule: the first preset that fits, widest first.
-std::string generic_schedule(const AttentionSpec& spec, const EmitTarget& target) {
-  for (const char* name : {"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
-                           "materialized_avx512", "materialized_avx2"}) {
+// The first of `presets` that fits, else the naive schedule (e.g. on CUDA,
+// whose presets the space does not have yet).
+std::string first_fitting(std::initializer_list<const char*> presets, const AttentionSpec& spec,
+                          const EmitTarget& target) {
+  for (const char* name : presets) {
     if (fits(schedules::load_preset(name), spec, target.target)) return name;
   }
-  return "naive";  // e.g. CUDA, whose presets the space does not have yet
+  return "naive";
 }
 
 // A record tuned on a machine like `target` (same GPU-ness) whose schedule fits it.
@@ -79,8 +80,22 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
         continue;
       }
       const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
-      const std::string preset = generic_schedule(spec, target);
-      plan.push_back({base + "generic", spec, t, "generic", preset, "preset " + preset});
+      const std::string preset =
+          first_fitting({"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
+                         "materialized_avx512", "materialized_avx2"},
+                        spec, target);
+      plan.push_back({base + "generic", spec, t, "generic", {0, 0, 0}, preset, "preset " + preset});
+      if (!target.cuda) {
+        const std::string short_preset =
+            first_fitting({"materialized_avx512", "materialized_avx2"}, spec, target);
+        plan.push_back({base + "generic_q16",
+                        spec,
+                        t,
+                        "generic.q16",
+                        {0, 16, 0},
+                        short_preset,
+                        "preset " + short_preset});
+      }
       std::map<std::string, std::pair<const Record*, Schedule>> fastest;  // by bucket
       for (const Record& r : records) {
         if (r.spec != text) continue;
@@ -99,7 +114,7 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
       for (const auto& [bucket, best] : fastest) {
         const Record& r = *best.first;
         plan.push_back(
-            {base + symbol(bucket), spec, t, bucket,
+            {base + symbol(bucket), spec, t, bucket, parse_shape_bucket(bucket),
              schedules::canonical(best.second).to_json().dump(),
              fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy)});
       }

@@ -1,5 +1,7 @@
 // Which kernels a package gets: for every spec and target, a generic kernel
-// (the best-fitting preset, so no spec is ever missing) and, per shape bucket,
+// (the best-fitting preset, so no spec is ever missing), on CPUs a generic
+// kernel for short queries (decoding: up to 16 query rows, where query tiles
+// would be mostly padding, so the materialized form wins) and, per shape bucket,
 // the fastest correct schedule the tuning database holds for that spec on a
 // compatible target. The order is deterministic, so one database always
 // gives the same package sources.
@@ -11,6 +13,7 @@
 #include "autotune/record.h"
 #include "emit_target.h"
 #include "generators/attention_spec.h"
+#include "generators/shape_bucket.h"
 
 namespace attnforge::emit {
 
@@ -18,7 +21,8 @@ struct PlannedKernel {
   std::string function;  // entry point: attnforge_<tag>_<spec>_<bucket or generic>
   AttentionSpec spec;
   size_t target = 0;     // index into the emit targets
-  std::string bucket;    // "generic" or a shape bucket such as b1.q2048.k2048
+  std::string bucket;    // "generic", "generic.q16" (short queries) or e.g. b1.q2048.k2048
+  ShapeBucket shape;     // the bucket's sizes; 0 matches any
   std::string schedule;  // schedule JSON, a preset name or "naive"
   std::string origin;    // where the schedule comes from, for the manifest
 };

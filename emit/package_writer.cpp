@@ -35,6 +35,28 @@ void run(const std::vector<std::string>& argv, const std::string& what) {
   if (run_program(argv) != 0) throw std::runtime_error(what + " failed: " + argv[0]);
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Halide names a header's include guard after the path it was written to;
+// the package's copy gets a guard named after the function, so that sources
+// do not depend on where emit ran.
+void copy_kernel_header(const fs::path& from, const fs::path& to, const std::string& function) {
+  std::string text = read_text(from);
+  const std::string prefix = "#ifndef ";
+  if (text.compare(0, prefix.size(), prefix) == 0) {
+    const std::string guard = text.substr(prefix.size(), text.find('\n') - prefix.size());
+    const std::string replacement = "ATTNFORGE_KERNEL_" + function + "_H";
+    for (size_t at = text.find(guard); at != std::string::npos;
+         at = text.find(guard, at + replacement.size())) {
+      text.replace(at, guard.size(), replacement);
+    }
+  }
+  write_text(to, text);
+}
+
 void copy_into_package(const fs::path& from, const fs::path& to) {
   fs::create_directories(to.parent_path());
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
@@ -64,7 +86,7 @@ std::vector<PlannedKernel> compile_kernels(
     if (outcomes[n].status == autotune::Status::ok) {
       progress(fmt::format("[{}/{}] {} ({})", n + 1, plan.size(), k.function, k.origin));
       built.push_back(k);
-    } else if (k.bucket != "generic") {
+    } else if (k.bucket.rfind("generic", 0) != 0) {
       progress(fmt::format("[{}/{}] {} left out: {}", n + 1, plan.size(), k.function,
                            outcomes[n].detail));
     } else {
@@ -89,8 +111,7 @@ std::string kernel_table_source(const std::vector<PlannedKernel>& plan,
   text += "}\n\nnamespace {\n\nconst attnforge::KernelEntry kEntries[] = {\n";
   for (const PlannedKernel& k : plan) {
     const EmitTarget& t = targets[k.target];
-    ShapeBucket b;
-    if (k.bucket != "generic") b = parse_shape_bucket(k.bucket);
+    const ShapeBucket& b = k.shape;
     text += fmt::format(
         "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}}},\n",
         k.function, k.spec.to_string(), t.target.to_string(), t.cpu_features, t.cuda ? 1 : 0,
@@ -171,8 +192,8 @@ void write_package(const std::vector<PlannedKernel>& plan, const std::vector<Emi
   std::vector<PlannedKernel> built = compile_kernels(plan, targets, work, progress);
   std::vector<std::string> objects;
   for (const PlannedKernel& k : built) {
-    copy_into_package(work / (k.function + ".h"),
-                      out / "include/attnforge/kernels" / (k.function + ".h"));
+    copy_kernel_header(work / (k.function + ".h"),
+                       out / "include/attnforge/kernels" / (k.function + ".h"), k.function);
     objects.push_back((work / (k.function + ".o")).string());
   }
 

@@ -38,10 +38,12 @@ Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, co
 }
 
 KernelChoice describe(const KernelEntry& e) {
-  std::string bucket = "generic";
-  if (e.bucket_batch != 0) {
-    bucket = "b" + std::to_string(e.bucket_batch) + ".q" + std::to_string(e.bucket_q_len) + ".k" +
-             std::to_string(e.bucket_kv_len);
+  auto size = [](int value) { return value == 0 ? std::string("*") : std::to_string(value); };
+  std::string bucket =
+      "b" + size(e.bucket_batch) + ".q" + size(e.bucket_q_len) + ".k" + size(e.bucket_kv_len);
+  if (bucket == "b*.q*.k*") bucket = "generic";
+  if (e.bucket_batch == 0 && e.bucket_kv_len == 0 && e.bucket_q_len != 0) {
+    bucket = "generic.q" + size(e.bucket_q_len);
   }
   return {e.function, e.spec, e.target, bucket};
 }

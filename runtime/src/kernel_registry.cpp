@@ -33,14 +33,25 @@ std::string package_specs() {
   return text.empty() ? "no kernels" : text;
 }
 
-// Higher is better: the call's own bucket, then generic, then the nearest other.
+// Higher is better. A kernel whose bucket sizes (0: any) all match the call's
+// scores 10 plus the number of sizes it pins down: the call's own tuned bucket
+// (13) beats the short-query generic kernel (11), which beats the generic one
+// (10). A tuned kernel of another bucket scores below 1, nearer ones higher;
+// a partly pinned kernel that does not match is never chosen (-1).
 double bucket_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
-  if (e.bucket_batch == 0) return 2.0;
-  if (e.bucket_batch == batch && e.bucket_q_len == q_len && e.bucket_kv_len == kv_len) return 3.0;
-  double distance = std::abs(std::log2(double(e.bucket_batch) / batch)) +
-                    std::abs(std::log2(double(e.bucket_q_len) / q_len)) +
-                    std::abs(std::log2(double(e.bucket_kv_len) / kv_len));
-  return 1.0 / (1.0 + distance);
+  const int sizes[3] = {e.bucket_batch, e.bucket_q_len, e.bucket_kv_len};
+  const int call[3] = {batch, q_len, kv_len};
+  int pinned = 0;
+  bool matches = true;
+  double distance = 0.0;
+  for (int n = 0; n < 3; ++n) {
+    if (sizes[n] == 0) continue;
+    ++pinned;
+    matches = matches && sizes[n] == call[n];
+    distance += std::abs(std::log2(double(sizes[n]) / call[n]));
+  }
+  if (matches) return 10.0 + pinned;
+  return pinned == 3 ? 1.0 / (1.0 + distance) : -1.0;
 }
 
 }  // namespace
@@ -65,8 +76,9 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
     if ((k.entry->cuda != 0) != cuda) continue;
     same_device = true;
     if (!cuda && (k.entry->cpu_features & ~cpu_features) != 0) continue;
-    double score = bucket_score(*k.entry, batch, q_len, kv_len) * 1000.0 + k.entry->rank;
-    if (score > best_score) {
+    const double fit = bucket_score(*k.entry, batch, q_len, kv_len);
+    const double score = fit * 1000.0 + k.entry->rank;
+    if (fit >= 0.0 && score > best_score) {
       best = k.entry;
       best_score = score;
     }

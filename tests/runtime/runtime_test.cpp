@@ -14,7 +14,7 @@
 namespace attnforge::testing {
 namespace {
 
-const char* const kPackageSpecs[] = {"causal.gqa4x2.d64.f32", "full.mha2.d32.f32.weights",
+const char* const kPackageSpecs[] = {"causal.gqa8x2.d64.f32", "full.mha2.d32.f32.weights",
                                      "window8_4.br.kpad.mha2.d32.f16", "full.bias.mqa4.d32.bf16",
                                      "causal.br.alibi.mha2.d32.f32"};
 
@@ -40,35 +40,42 @@ TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
 }
 
 TEST(Runtime, StridedLayoutsAndBroadcastBiasWork) {
-  expect_matches_reference("causal.gqa4x2.d64.f32", {2, 19, 23}, {Layout::blhd});
+  expect_matches_reference("causal.gqa8x2.d64.f32", {2, 19, 23}, {Layout::blhd});
   CaseOptions broadcast;
   broadcast.broadcast_bias = true;
   expect_matches_reference("full.bias.mqa4.d32.bf16", {2, 9, 17}, broadcast);
 }
 
 TEST(Runtime, DispatchPrefersTheTunedBucketThenTheGenericKernel) {
-  const AttentionSpec spec = AttentionSpec::parse("causal.gqa4x2.d64.f32");
-  AttentionCase tuned_shape(spec, {1, 64, 64}), other_shape(spec, {1, 300, 200});
+  const AttentionSpec spec = AttentionSpec::parse("causal.gqa8x2.d64.f32");
+  AttentionCase tuned_shape(spec, {1, 64, 64}), other_shape(spec, {1, 300, 200}),
+      decode_shape(spec, {2, 1, 500});
   KernelChoice choice;
   RuntimeCall tuned(spec, tuned_shape);
   ASSERT_TRUE(choose_kernel(tuned.q, tuned.k, tuned.v, tuned.out, tuned.options, &choice).ok());
   EXPECT_EQ(choice.bucket, "b1.q64.k64");
-  EXPECT_EQ(choice.spec, "causal.gqa4x2.d64.f32");
+  EXPECT_EQ(choice.spec, "causal.gqa8x2.d64.f32");
   RuntimeCall other(spec, other_shape);
   ASSERT_TRUE(choose_kernel(other.q, other.k, other.v, other.out, other.options, &choice).ok());
   EXPECT_EQ(choice.bucket, "generic");
   EXPECT_EQ(choice.function.find("cuda"), std::string::npos);  // host tensors: CPU kernels
+  RuntimeCall decode(spec, decode_shape);
+  ASSERT_TRUE(
+      choose_kernel(decode.q, decode.k, decode.v, decode.out, decode.options, &choice).ok());
+  EXPECT_EQ(choice.bucket, "generic.q16");
 }
 
 TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
-  int generic = 0, tuned = 0, cuda = 0;
+  int generic = 0, short_queries = 0, tuned = 0, cuda = 0;
   for (const KernelChoice& k : available_kernels()) {
     if (k.bucket == "generic") ++generic;
+    if (k.bucket == "generic.q16") ++short_queries;
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  EXPECT_EQ(generic, 5 * 3 - 1);  // every spec for avx2, host and CUDA, but bf16 on CUDA
-  EXPECT_EQ(tuned, 2);            // the correct record for avx2 and host; the wrong one never
+  EXPECT_EQ(generic, 5 * 3 - 1);    // every spec for avx2, host and CUDA, but bf16 on CUDA
+  EXPECT_EQ(short_queries, 5 * 2);  // CPU targets only
+  EXPECT_EQ(tuned, 2);              // the correct record for avx2 and host; the wrong one never
   EXPECT_EQ(cuda, 4);
 }
 
@@ -80,15 +87,15 @@ TEST(Runtime, AHeadDimWithNoKernelIsNamed) {
   Status status = attention(tq, tk, tk, tout);
   EXPECT_EQ(status.code, ErrorCode::no_kernel);
   EXPECT_NE(status.message.find("head dim 80"), std::string::npos) << status.message;
-  EXPECT_NE(status.message.find("causal.gqa4x2.d64.f32"), std::string::npos) << status.message;
+  EXPECT_NE(status.message.find("causal.gqa8x2.d64.f32"), std::string::npos) << status.message;
 }
 
 TEST(Runtime, CudaTensorsWithoutADeviceAreAClearError) {
-  std::vector<float> q(1 * 4 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size(), 7.0f);
-  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 4, 3, 64}, Device::cuda);
+  std::vector<float> q(1 * 8 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size(), 7.0f);
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
   TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
   TensorView tout =
-      TensorView::contiguous(out.data(), ElementType::f32, {1, 4, 3, 64}, Device::cuda);
+      TensorView::contiguous(out.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
   AttentionOptions causal;
   causal.mask = MaskKind::causal;
   KernelChoice choice;
@@ -102,11 +109,11 @@ TEST(Runtime, AnEmptyBatchOrQueryIsANoOp) {
   std::vector<float> kv(2 * 2 * 5 * 64);
   AttentionOptions causal;
   causal.mask = MaskKind::causal;
-  TensorView no_batch_q = TensorView::contiguous(nullptr, ElementType::f32, {0, 4, 3, 64});
+  TensorView no_batch_q = TensorView::contiguous(nullptr, ElementType::f32, {0, 8, 3, 64});
   TensorView no_batch_kv = TensorView::contiguous(kv.data(), ElementType::f32, {0, 2, 5, 64});
   Status status = attention(no_batch_q, no_batch_kv, no_batch_kv, no_batch_q, causal);
   EXPECT_TRUE(status.ok()) << status.message;
-  TensorView no_query = TensorView::contiguous(nullptr, ElementType::f32, {2, 4, 0, 64});
+  TensorView no_query = TensorView::contiguous(nullptr, ElementType::f32, {2, 8, 0, 64});
   TensorView kv_view = TensorView::contiguous(kv.data(), ElementType::f32, {2, 2, 5, 64});
   status = attention(no_query, kv_view, kv_view, no_query, causal);
   EXPECT_TRUE(status.ok()) << status.message;
@@ -133,7 +140,7 @@ TEST(Runtime, ConcurrentCallsFromEightThreadsAreCorrect) {
 
 TEST(Runtime, OneThreadGivesTheSameResults) {
   set_num_threads(1);
-  expect_matches_reference("causal.gqa4x2.d64.f32", {2, 33, 47});
+  expect_matches_reference("causal.gqa8x2.d64.f32", {2, 33, 47});
   set_num_threads(0);
 }
 

@@ -11,20 +11,20 @@
 namespace attnforge {
 namespace {
 
-// A valid causal GQA call (H 4, H_kv 2, D 64, B 2, Lq 5, Lk 7) that each case breaks once.
+// A valid causal GQA call (H 8, H_kv 2, D 64, B 2, Lq 5, Lk 7) that each case breaks once.
 struct Call {
-  std::vector<float> q = std::vector<float>(2 * 4 * 5 * 64, 0.5f);
+  std::vector<float> q = std::vector<float>(2 * 8 * 5 * 64, 0.5f);
   std::vector<float> kv = std::vector<float>(2 * 2 * 7 * 64, 0.25f);
-  std::vector<float> out = std::vector<float>(2 * 4 * 5 * 64, 7.0f);
+  std::vector<float> out = std::vector<float>(2 * 8 * 5 * 64, 7.0f);
   std::vector<int32_t> lengths = {7, 3};
-  std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+  std::vector<float> slopes = std::vector<float>(8, 0.5f);
   std::vector<float> bias = std::vector<float>(5 * 7, 0.0f);
-  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {2, 4, 5, 64});
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {2, 8, 5, 64});
   TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {2, 2, 7, 64});
   TensorView tv = tk;
-  TensorView tout = TensorView::contiguous(out.data(), ElementType::f32, {2, 4, 5, 64});
+  TensorView tout = TensorView::contiguous(out.data(), ElementType::f32, {2, 8, 5, 64});
   TensorView tlengths = TensorView::contiguous(lengths.data(), ElementType::i32, {2});
-  TensorView tslopes = TensorView::contiguous(slopes.data(), ElementType::f32, {4});
+  TensorView tslopes = TensorView::contiguous(slopes.data(), ElementType::f32, {8});
   TensorView tbias = TensorView::contiguous(bias.data(), ElementType::f32, {1, 1, 5, 7});
   AttentionOptions options;
 
@@ -56,7 +56,7 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
       {"q rank 3", [](Call& c) { c.tq.rank = 3; }, {"q:", "rank 4", "[B, H, Lq, D]", "rank 3"}},
       {"rank 5",
        [](Call& c) {
-         c.tq = TensorView::contiguous(c.q.data(), ElementType::f32, {1, 2, 4, 5, 64});
+         c.tq = TensorView::contiguous(c.q.data(), ElementType::f32, {1, 2, 8, 5, 64});
        },
        {"q:", "rank 4", "rank 5"}},
       {"k head dim",
@@ -68,7 +68,7 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
       {"v differs from k", [](Call& c) { c.tv.shape[2] = 6; }, {"v:", "as k", "[2, 2, 6, 64]"}},
       {"out shape",
        [](Call& c) { c.tout.shape[2] = 4; },
-       {"out:", "[2, 4, 5, 64]", "[2, 4, 4, 64]"}},
+       {"out:", "[2, 8, 5, 64]", "[2, 8, 4, 64]"}},
       {"batch mismatch",
        [](Call& c) {
          c.tk.shape[0] = 1;
@@ -85,7 +85,7 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
          c.tk.shape[1] = 3;
          c.tv = c.tk;
        },
-       {"k:", "H_kv = 3", "H = 4"}},
+       {"k:", "H_kv = 3", "H = 8"}},
       {"overflowing size",
        [](Call& c) { c.tq.shape[2] = int64_t(1) << 40; },
        {"q:", "dimension 2", "1099511627776"}},
@@ -143,10 +143,10 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
          c.tslopes.shape[0] = 3;
          c.options.alibi_slopes = &c.tslopes;
        },
-       {"alibi_slopes:", "[H] = [4]", "[3]"}},
+       {"alibi_slopes:", "[H] = [8]", "[3]"}},
       {"weights shape",
        [](Call& c) { c.options.weights = &c.tout; },
-       {"weights:", "[B, H, Lq, Lk]", "[2, 4, 5, 7]"}},
+       {"weights:", "[B, H, Lq, Lk]", "[2, 8, 5, 7]"}},
       {"window without its mask",
        [](Call& c) { c.options.window_left = 4; },
        {"window_left", "(4, 0)"}},

@@ -61,7 +61,8 @@ struct KernelChoice {
   std::string function;  // the emitted kernel's entry point
   std::string spec;      // its attention spec, e.g. causal.gqa8x2.d64.f32
   std::string target;    // the Halide target it was compiled for
-  std::string bucket;    // the shape bucket it was tuned for, or "generic"
+  std::string bucket;    // the shape bucket it was tuned for (b1.q2048.k2048), "generic",
+                         // or "generic.q16" (the generic kernel for up to 16 query rows)
 };
 Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, KernelChoice* choice);

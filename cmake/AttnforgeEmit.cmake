@@ -1,0 +1,36 @@
+# attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>])
+# Runs `attnforge emit` at build time into ${CMAKE_CURRENT_BINARY_DIR}/<name>
+# and defines <name>: an INTERFACE target linking the attnforge runtime with
+# that package's kernels and Halide runtime. <name>_DIR holds the package path.
+function(attnforge_emit_package name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TARGETS;DB" "SPECS")
+  set(package "${CMAKE_CURRENT_BINARY_DIR}/${name}")
+  list(JOIN ARG_SPECS "," spec_list)
+  set(db_args "")
+  set(db_depends "")
+  if (ARG_DB)
+    set(db_args --db "${ARG_DB}")
+    set(db_depends "${ARG_DB}")
+  endif ()
+  add_custom_command(
+    OUTPUT "${package}/lib/libattnforge_kernels.a" "${package}/lib/libattnforge_halide_runtime.a"
+    COMMAND attnforge emit ${db_args} --specs "${spec_list}" --targets "${ARG_TARGETS}"
+            --out "${package}"
+    DEPENDS attnforge attnforge_runtime attnforge_spec ${db_depends}
+    COMMENT "Emitting the kernel package ${name}"
+    VERBATIM)
+  add_custom_target(${name}_emit DEPENDS "${package}/lib/libattnforge_kernels.a")
+
+  add_library(${name}_kernels STATIC IMPORTED)
+  set_target_properties(${name}_kernels PROPERTIES
+    IMPORTED_LOCATION "${package}/lib/libattnforge_kernels.a")
+  add_library(${name}_halide_runtime STATIC IMPORTED)
+  set_target_properties(${name}_halide_runtime PROPERTIES
+    IMPORTED_LOCATION "${package}/lib/libattnforge_halide_runtime.a")
+  find_package(Threads REQUIRED)
+  add_library(${name} INTERFACE)
+  target_link_libraries(${name} INTERFACE attnforge_runtime ${name}_kernels
+                                          ${name}_halide_runtime Threads::Threads ${CMAKE_DL_LIBS})
+  add_dependencies(${name} ${name}_emit)
+  set(${name}_DIR "${package}" PARENT_SCOPE)
+endfunction()

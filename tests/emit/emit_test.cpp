@@ -1,0 +1,127 @@
+// attnforge emit: the target list, the kernel plan drawn from a database, and
+// a whole emission, which must give byte-identical sources for one database.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "emit/emit_target.h"
+#include "emit/kernel_plan.h"
+#include "emit/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace attnforge::emit {
+namespace {
+
+using autotune::Record;
+using autotune::Status;
+
+const char* const kAvx2 = "x86-64-linux-avx-avx2-f16c-fma-sse41";
+
+Record record(const std::string& spec, const std::string& bucket, double ms, Status status,
+              int vector_width = 8) {
+  Record r;
+  r.spec = spec;
+  r.target = kAvx2;
+  r.bucket = bucket;
+  r.status = status;
+  r.ms_median = ms;
+  r.schedule = {{"form", "fused"},
+                {"query_tile", 16},
+                {"key_block", 64},
+                {"vector_width", vector_width},
+                {"unroll", 1},
+                {"register_rows", 4},
+                {"register_vectors", 1},
+                {"kv_splits", 1},
+                {"intermediates", "tile"},
+                {"skip_masked_blocks", true},
+                {"parallel", {"batch", "heads", "query_tiles"}}};
+  return r;
+}
+
+TEST(EmitTargets, AliasesAndHalideTargetsParse) {
+  std::vector<EmitTarget> targets = parse_emit_targets("avx2,avx512,cuda");
+  ASSERT_EQ(targets.size(), 3u);
+  EXPECT_EQ(targets[0].tag, "avx2");
+  EXPECT_EQ(targets[0].rank, 8);
+  EXPECT_EQ(targets[1].tag, "avx512");
+  EXPECT_EQ(targets[1].rank, 16);
+  EXPECT_TRUE(targets[2].cuda);
+  EXPECT_EQ(targets[2].tag, "cuda80");
+  EXPECT_TRUE(runtime_target(targets).has_feature(Halide::Target::CUDA));
+  EXPECT_FALSE(runtime_target(targets).has_feature(Halide::Target::AVX2));
+  EXPECT_EQ(parse_emit_targets(kAvx2)[0].tag, "avx2");
+}
+
+TEST(EmitTargets, UnknownDuplicateAndForeignTargetsAreRefused) {
+  EXPECT_THROW(parse_emit_targets("avx3"), std::invalid_argument);
+  EXPECT_THROW(parse_emit_targets(std::string("avx2,") + kAvx2), std::invalid_argument);
+  EXPECT_THROW(parse_emit_targets("arm-64-linux"), std::invalid_argument);
+  EXPECT_THROW(parse_emit_targets(""), std::invalid_argument);
+}
+
+TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
+  const std::string spec = "causal.mha2.d32.f32";
+  std::vector<Record> records = {
+      record(spec, "b1.q64.k64", 2.0, Status::ok),
+      record(spec, "b1.q64.k64", 1.0, Status::ok),
+      record(spec, "b1.q64.k64", 0.5, Status::wrong),     // never ships, however fast
+      record(spec, "b1.q128.k128", 3.0, Status::ok, 16),  // 16 lanes do not fit AVX2
+      record(spec, "../../escape", 0.1, Status::ok),      // not a bucket: ignored
+  };
+  KernelPlan plan = plan_kernels(records, parse_emit_targets("avx2"), {});
+  ASSERT_EQ(plan.kernels.size(), 3u);
+  EXPECT_EQ(plan.kernels[0].function, "attnforge_avx2_causal_mha2_d32_f32_generic");
+  EXPECT_EQ(plan.kernels[0].schedule, "online_avx2");
+  EXPECT_EQ(plan.kernels[1].function, "attnforge_avx2_causal_mha2_d32_f32_generic_q16");
+  EXPECT_EQ(plan.kernels[1].schedule, "materialized_avx2");
+  EXPECT_EQ(plan.kernels[1].shape.q_len, 16);
+  EXPECT_EQ(plan.kernels[2].function, "attnforge_avx2_causal_mha2_d32_f32_b1_q64_k64");
+  EXPECT_EQ(plan.kernels[2].shape.kv_len, 64);
+  EXPECT_NE(plan.kernels[2].origin.find("1.000 ms"), std::string::npos) << plan.kernels[2].origin;
+}
+
+TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
+  KernelPlan plan = plan_kernels({}, parse_emit_targets("avx2,cuda"),
+                                 {AttentionSpec::parse("full.mha2.d32.bf16")});
+  ASSERT_EQ(plan.kernels.size(), 2u);  // generic and short-query generic, on AVX2 only
+  EXPECT_EQ(plan.kernels[0].bucket, "generic");
+  EXPECT_EQ(plan.kernels[1].bucket, "generic.q16");
+  ASSERT_EQ(plan.skipped.size(), 1u);
+  EXPECT_NE(plan.skipped[0].find("bf16"), std::string::npos);
+}
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Emit, OneDatabaseGivesByteIdenticalSources) {
+  testing::TempDir dir;
+  const std::filesystem::path db = dir.path() / "tuning.jsonl";
+  std::ofstream(db) << record("causal.mha2.d32.f32", "b1.q64.k64", 1.0, Status::ok).to_json().dump()
+                    << "\n";
+  for (const char* out : {"first", "second"}) {
+    ASSERT_EQ(run_program({ATTNFORGE_EXE, "emit", "--db", db.string(), "--targets", "avx2", "--out",
+                           (dir.path() / out).string()}),
+              0);
+  }
+  int compared = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path() / "first")) {
+    const std::filesystem::path relative = entry.path().lexically_relative(dir.path() / "first");
+    const std::string ext = entry.path().extension().string();
+    if (!entry.is_regular_file() ||
+        (ext != ".h" && ext != ".cpp" && ext != ".json" && ext != ".cmake")) {
+      continue;
+    }
+    EXPECT_EQ(read_all(entry.path()), read_all(dir.path() / "second" / relative)) << relative;
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);  // table, manifest, 2 configs, 4 API headers, kernel headers
+}
+
+}  // namespace
+}  // namespace attnforge::emit
