@@ -16,10 +16,10 @@ bool has(const Schedule& s, ParallelLoop loop) {
   return std::find(s.parallel.begin(), s.parallel.end(), loop) != s.parallel.end();
 }
 
-// Vectors of the head dim per register tile: the most, up to register_vectors,
+// Vectors of the head dim per P.V register tile: the most, up to the tile's,
 // that divide it evenly.
 int head_dim_vectors(const Schedule& s, int head_dim) {
-  int vectors = std::min(s.register_vectors, head_dim / s.vector_width);
+  int vectors = std::min(effective_pv_vectors(s), head_dim / s.vector_width);
   while (vectors > 1 && head_dim % (vectors * s.vector_width) != 0) --vectors;
   return vectors;
 }
@@ -98,7 +98,7 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   sum.update().reorder(ii, st.over_keys).vectorize(ii, VW);
   pv.compute_at(level);
   register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, head_dim_vectors(s, head_dim),
-                s.register_rows);
+                effective_pv_rows(s));
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
 }
 

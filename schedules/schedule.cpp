@@ -74,7 +74,9 @@ const std::vector<IntKnob>& int_knobs() {
                                              {"unroll", &Schedule::unroll},
                                              {"register_rows", &Schedule::register_rows},
                                              {"register_vectors", &Schedule::register_vectors},
-                                             {"kv_splits", &Schedule::kv_splits}};
+                                             {"kv_splits", &Schedule::kv_splits},
+                                             {"pv_rows", &Schedule::pv_rows, true},
+                                             {"pv_vectors", &Schedule::pv_vectors, true}};
   return knobs;
 }
 
@@ -85,7 +87,9 @@ nlohmann::json Schedule::to_json() const {
                          {"parallel", loops},
                          {"intermediates", to_string(intermediates)},
                          {"skip_masked_blocks", skip_masked_blocks}};
-  for (const IntKnob& knob : int_knobs()) json[knob.name] = this->*knob.member;
+  for (const IntKnob& knob : int_knobs()) {
+    if (!knob.omitted_when_zero || this->*knob.member != 0) json[knob.name] = this->*knob.member;
+  }
   return json;
 }
 
@@ -136,8 +140,17 @@ Schedule canonical(Schedule s) {
     drop(ParallelLoop::query_tiles);
   }
   if (s.form == Form::fused) s.key_block = defaults.key_block;
+  if (s.pv_rows == s.register_rows) s.pv_rows = 0;
+  if (s.pv_vectors == s.register_vectors) s.pv_vectors = 0;
   if (s.kv_splits == 1) drop(ParallelLoop::kv_splits);
   return s;
+}
+
+int effective_pv_rows(const Schedule& s) {
+  return s.pv_rows == 0 ? s.register_rows : s.pv_rows;
+}
+int effective_pv_vectors(const Schedule& s) {
+  return s.pv_vectors == 0 ? s.register_vectors : s.pv_vectors;
 }
 
 bool Schedule::operator==(const Schedule& o) const {

@@ -38,6 +38,11 @@ struct Schedule {
   int unroll = 1;         // extra unrolling of the key loop
   int register_rows = 4;  // register tile of the matrix products: vectors x rows
   int register_vectors = 2;
+  // The P.V product's own register tile (head-dim vectors x query rows); 0:
+  // the same as the q.k tile. P.V reads each V vector once per row, so a tile
+  // wider in the head dim saves loads that q.k, vectorized over queries, does not need.
+  int pv_rows = 0;
+  int pv_vectors = 0;
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
   int kv_splits = 1;  // split keys this many ways (short Lq), merged after
@@ -56,12 +61,18 @@ struct Schedule {
 struct IntKnob {
   const char* name;
   int Schedule::*member;
+  bool omitted_when_zero =
+      false;  // written to JSON only when set, so older records keep their keys
 };
 const std::vector<IntKnob>& int_knobs();
 
 // The same schedule with the knobs its form does not read set to their
 // defaults, so one kernel has one JSON form (and one database key).
 Schedule canonical(Schedule schedule);
+
+// The P.V register tile in effect: pv_rows / pv_vectors, or the q.k tile's where 0.
+int effective_pv_rows(const Schedule& schedule);
+int effective_pv_vectors(const Schedule& schedule);
 
 std::string to_string(Form form);
 std::string to_string(ParallelLoop loop);

@@ -77,6 +77,17 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
   ATTNFORGE_REQUIRE(accumulators <= accumulator_budget(target), "register_rows",
                     "a {}x{} register tile needs {} accumulators; the target keeps {}",
                     s.register_vectors, s.register_rows, accumulators, accumulator_budget(target));
+  ATTNFORGE_REQUIRE(s.pv_vectors >= 0 && s.pv_vectors <= 4 && s.pv_rows >= 0 && s.pv_rows <= 8,
+                    "pv_rows", "a {}x{} P.V tile; expected 0..4 vectors x 0..8 rows (0: as q.k)",
+                    s.pv_vectors, s.pv_rows);
+  const int pv_accumulators = effective_pv_vectors(s) * effective_pv_rows(s);
+  ATTNFORGE_REQUIRE(pv_accumulators <= accumulator_budget(target), "pv_rows",
+                    "a {}x{} P.V tile needs {} accumulators; the target keeps {}",
+                    effective_pv_vectors(s), effective_pv_rows(s), pv_accumulators,
+                    accumulator_budget(target));
+  ATTNFORGE_REQUIRE(s.query_tile % effective_pv_rows(s) == 0, "pv_rows",
+                    "query_tile {} is not a multiple of the P.V tile's {} rows", s.query_tile,
+                    effective_pv_rows(s));
   ATTNFORGE_REQUIRE(spec.head_dim % s.vector_width == 0, "vector_width",
                     "head_dim {} is not a multiple of {} lanes", spec.head_dim, s.vector_width);
   const int tile_rows = s.vector_width * s.register_vectors;
@@ -138,16 +149,48 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
             {"unroll", {1, 2, 4}},
             {"register_rows", {2, 3, 4, 6, 8}},
             {"register_vectors", {1, 2, 3}},
-            {"kv_splits", {1, 2, 4}}};
+            {"kv_splits", {1, 2, 4}},
+            {"pv_rows", {0, 2, 4, 8}},
+            {"pv_vectors", {0, 1, 2, 4}}};
   using P = ParallelLoop;
   parallel_choices_ = {{P::batch, P::heads, P::query_tiles},
                        {P::batch, P::heads},
                        {P::batch, P::heads, P::query_tiles, P::kv_splits}};
 }
 
+void ScheduleSpace::restrict_knob(const std::string& name, std::vector<int> values) {
+  if (values.empty()) throw ScheduleError(name, "needs at least one value");
+  for (Knob& knob : knobs_) {
+    if (knob.name == name) {
+      knob.values = std::move(values);
+      return;
+    }
+  }
+  throw ScheduleError(name, "is not an integer knob of the space");
+}
+
 bool ScheduleSpace::contains(const Schedule& s) const {
   return !check(s, spec_, target_);
 }
+
+namespace {
+
+// A cheap identity for deduplicating millions of partial schedules (JSON is slow).
+std::string identity(const Schedule& s) {
+  std::string key;
+  key.reserve(64);
+  key += static_cast<char>('0' + static_cast<int>(s.form));
+  key += static_cast<char>('0' + static_cast<int>(s.intermediates));
+  key += s.skip_masked_blocks ? '1' : '0';
+  for (ParallelLoop loop : s.parallel) key += static_cast<char>('a' + static_cast<int>(loop));
+  for (const IntKnob& knob : int_knobs()) {
+    key += ',';
+    key += std::to_string(s.*knob.member);
+  }
+  return key;
+}
+
+}  // namespace
 
 std::vector<Schedule> ScheduleSpace::enumerate() const {
   std::vector<Schedule> all;
@@ -172,12 +215,12 @@ std::vector<Schedule> ScheduleSpace::enumerate() const {
         partial.clear();
         std::set<std::string> distinct;
         for (const Schedule& s : next) {
-          if (distinct.insert(canonical(s).to_json().dump()).second) partial.push_back(s);
+          if (distinct.insert(identity(canonical(s))).second) partial.push_back(s);
         }
       }
       for (const Schedule& s : partial) {
         Schedule c = canonical(s);
-        if (contains(c) && seen.insert(c.to_json().dump()).second) all.push_back(c);
+        if (contains(c) && seen.insert(identity(c)).second) all.push_back(c);
       }
     }
   }

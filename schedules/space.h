@@ -34,6 +34,9 @@ class ScheduleSpace {
   const std::vector<Form>& forms() const { return forms_; }
   // Candidate values per integer knob (before cross-knob constraints).
   const std::vector<Knob>& knobs() const { return knobs_; }
+  // Narrows one integer knob to `values` (e.g. to search a smaller space);
+  // throws ScheduleError for an unknown knob or no values.
+  void restrict_knob(const std::string& name, std::vector<int> values);
 
   const std::vector<std::vector<ParallelLoop>>& parallel_choices() const {
     return parallel_choices_;

@@ -17,7 +17,6 @@ class EvolutionaryStrategy : public Strategy {
   std::vector<schedules::Schedule> generate(const std::vector<Trial>& history, int count) override;
 
  private:
-  schedules::Schedule mutate(schedules::Schedule schedule);
   schedules::Schedule crossover(const schedules::Schedule& a, const schedules::Schedule& b);
   const schedules::Schedule& tournament(const std::vector<Trial>& parents);
 };

@@ -67,8 +67,19 @@ std::vector<Schedule> ModelGuidedStrategy::generate(const std::vector<Trial>& hi
     }
     Schedule best = space_.sample(rng_);
     double best_cost = std::numeric_limits<double>::infinity();
+    const std::vector<Trial> fastest = fastest_first(history);
     for (int c = 0; c < kCandidatesPerProposal; ++c) {
+      // Half the pool is drawn anywhere, half one or two knobs away from one
+      // of the fastest so far, where the model is best informed.
       Schedule candidate = space_.sample(rng_);
+      if (c % 2 == 1) {
+        const size_t top = std::min<size_t>(fastest.size(), kNeighbours);
+        candidate =
+            mutate(fastest[std::uniform_int_distribution<size_t>(0, top - 1)(rng_)].schedule);
+        if (c % 4 == 3) candidate = mutate(candidate);
+        candidate = schedules::canonical(candidate);
+        if (!space_.contains(candidate)) continue;
+      }
       if (seen(candidate)) continue;
       bool duplicate = std::find(drawn.begin(), drawn.end(), candidate) != drawn.end();
       double cost = predict(history, candidate);

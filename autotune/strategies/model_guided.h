@@ -1,6 +1,7 @@
 // A model-guided search: a k-nearest-neighbour cost model fit on the correct
 // trials so far (knobs as log-scaled features, log time as the target) ranks
-// many random candidates, and the predicted-fastest are proposed. One in four
+// many candidates (half random, half near the fastest so far), and the
+// predicted-fastest are proposed. One in four
 // proposals stays random so the model keeps learning away from its optimum.
 #pragma once
 

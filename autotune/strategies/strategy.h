@@ -45,6 +45,10 @@ class Strategy {
 
   bool seen(const schedules::Schedule& schedule) const;
 
+  // `schedule` with one knob (form, parallel loops, store level or an integer
+  // knob) set to a value of the space drawn at random; possibly illegal.
+  schedules::Schedule mutate(schedules::Schedule schedule);
+
   const schedules::ScheduleSpace& space_;
   std::mt19937 rng_;
 
