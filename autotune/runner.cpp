@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace attnforge::autotune {
 
@@ -49,13 +50,25 @@ struct Child {
   std::string output;
   Clock::time_point start;
   bool killed_for_time = false;
+  double waited_seconds = 0.0;  // for the measurement gate, not counted against the timeout
+  std::optional<Clock::time_point> waiting_since;
+
+  double busy_seconds(Clock::time_point now) const {
+    double waiting =
+        waiting_since ? std::chrono::duration<double>(now - *waiting_since).count() : 0;
+    return std::chrono::duration<double>(now - start).count() - waited_seconds - waiting;
+  }
 };
+
+constexpr char kWaiting = 1, kEntered = 2;  // gate reports; JSON escapes these bytes
 
 // In the child: run the job, write its outcome to the pipe, exit without
 // running the parent's atexit handlers or flushing its stdio twice.
 [[noreturn]] void run_child(const Job& job, MeasurementGate& gate, int fd) {
   Outcome outcome;
   try {
+    gate.report_to(fd);
+    gate.compiling();
     outcome = job(gate);
   } catch (const std::exception& error) {
     outcome.status = Status::crashed;
@@ -73,7 +86,19 @@ struct Child {
 void drain(Child& child) {
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(child.pipe_fd, buffer, sizeof buffer)) > 0) child.output.append(buffer, n);
+  while ((n = ::read(child.pipe_fd, buffer, sizeof buffer)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buffer[i] == kWaiting) {
+        child.waiting_since = Clock::now();
+      } else if (buffer[i] == kEntered && child.waiting_since) {
+        child.waited_seconds +=
+            std::chrono::duration<double>(Clock::now() - *child.waiting_since).count();
+        child.waiting_since.reset();
+      } else {
+        child.output.push_back(buffer[i]);
+      }
+    }
+  }
 }
 
 Outcome finish(Child& child, int wait_status) {
@@ -91,10 +116,24 @@ Outcome finish(Child& child, int wait_status) {
 
 }  // namespace
 
+void MeasurementGate::lock(int operation) {
+  if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // One descriptor, so enter() converts this child's shared lock instead of
+  // waiting on it. Held until the process exits.
+  auto report = [this](char byte) {
+    if (report_fd_ >= 0) (void)!::write(report_fd_, &byte, 1);
+  };
+  report(kWaiting);
+  if (fd_ < 0 || ::flock(fd_, operation) != 0) throw std::runtime_error("measurement lock failed");
+  report(kEntered);
+}
+
+void MeasurementGate::compiling() {
+  lock(LOCK_SH);
+}
+
 void MeasurementGate::enter() {
-  int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("measurement lock failed");
-  // Held until the process exits.
+  lock(LOCK_EX);
 }
 
 ContainedRunner::ContainedRunner(std::filesystem::path work_dir, RunnerOptions options)
@@ -118,7 +157,7 @@ std::vector<Outcome> ContainedRunner::run(const std::vector<Job>& jobs) {
       }
       ::close(fds[1]);
       ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-      running.push_back({next++, pid, fds[0], "", Clock::now(), false});
+      running.push_back({next++, pid, fds[0], "", Clock::now(), false, 0.0, std::nullopt});
     }
     for (auto it = running.begin(); it != running.end();) {
       drain(*it);
@@ -128,8 +167,7 @@ std::vector<Outcome> ContainedRunner::run(const std::vector<Job>& jobs) {
         it = running.erase(it);
         continue;
       }
-      double age = std::chrono::duration<double>(Clock::now() - it->start).count();
-      if (age > options_.timeout_seconds && !it->killed_for_time) {
+      if (it->busy_seconds(Clock::now()) > options_.timeout_seconds && !it->killed_for_time) {
         ::kill(it->pid, SIGKILL);
         it->killed_for_time = true;
       }

@@ -82,6 +82,48 @@ TEST_F(RunnerTest, MeasurementsNeverOverlap) {
   for (const Outcome& o : outcomes) EXPECT_EQ(o.status, Status::ok) << o.detail;
 }
 
+TEST_F(RunnerTest, NoCompileRunsWhileAKernelIsTimed) {
+  RunnerOptions options;
+  options.parallel_jobs = 3;
+  ContainedRunner runner(dir_, options);
+  const std::filesystem::path dir = dir_;
+  // A job "compiles" (a marker file of its own for 30 ms), then measures and
+  // checks that no other job is compiling meanwhile.
+  Job job = [dir](MeasurementGate& gate) {
+    const std::filesystem::path mine = dir / ("compiling." + std::to_string(getpid()));
+    { std::ofstream(mine) << 1; }
+    usleep(30000);
+    std::filesystem::remove(mine);
+    gate.enter();
+    for (int check = 0; check < 10; ++check) {
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().filename().string().rfind("compiling.", 0) == 0) {
+          return Outcome{Status::wrong, 0, 0, 0, "a compile ran during a measurement"};
+        }
+      }
+      usleep(2000);
+    }
+    return Outcome{Status::ok, 1, 1, 1, ""};
+  };
+  std::vector<Outcome> outcomes = runner.run(std::vector<Job>(9, job));
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.status, Status::ok) << o.detail;
+}
+
+TEST_F(RunnerTest, WaitingForTheGateDoesNotCountAgainstTheTimeout) {
+  RunnerOptions options;
+  options.parallel_jobs = 2;
+  options.timeout_seconds = 0.5;
+  ContainedRunner runner(dir_, options);
+  // Each measures for 0.3 s: the second waits about that long for the first.
+  Job job = [](MeasurementGate& gate) {
+    gate.enter();
+    usleep(300000);
+    return Outcome{Status::ok, 1, 1, 1, ""};
+  };
+  std::vector<Outcome> outcomes = runner.run({job, job});
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.status, Status::ok) << o.detail;
+}
+
 TEST(TimeRuns, MedianMinMaxOfRepeatedRuns) {
   int calls = 0;
   Outcome o = time_runs(
