@@ -15,9 +15,32 @@ std::map<std::string, std::string> generator_params(const Candidate& candidate) 
 
 }  // namespace
 
+std::vector<HalideAutoscheduler> x86_autoschedulers(int threads) {
+  const std::string parallelism = std::to_string(threads);
+  return {
+      {"Adams2019", ATTNFORGE_PLUGIN_ADAMS2019, {{"parallelism", parallelism}, {"beam_size", "1"}}},
+      {"Li2018", ATTNFORGE_PLUGIN_LI2018, {{"parallelism", parallelism}}},
+      {"Mullapudi2016", ATTNFORGE_PLUGIN_MULLAPUDI2016, {{"parallelism", parallelism}}}};
+}
+
+Candidate autoscheduled_candidate(const AttentionSpec& spec, const Halide::Target& target,
+                                  const HalideAutoscheduler& autoscheduler, int batch, int q_len,
+                                  int kv_len) {
+  return {spec,
+          target,
+          "auto",
+          {{"estimate_batch", std::to_string(batch)},
+           {"estimate_q_len", std::to_string(q_len)},
+           {"estimate_kv_len", std::to_string(kv_len)}},
+          Halide::AutoschedulerParams(autoscheduler.name, autoscheduler.params),
+          autoscheduler.plugin};
+}
+
 JitBuild build_jit(const Candidate& candidate) {
   JitBuild build;
   try {
+    if (!candidate.autoscheduler_plugin.empty())
+      Halide::load_plugin(candidate.autoscheduler_plugin);
     std::map<std::string, std::string> params = generator_params(candidate);
     params.erase("spec");
     build.kernel = std::make_unique<JitAttention>(candidate.spec, candidate.target, params,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "generators/attention_spec.h"
 #include "generators/jit_attention.h"
@@ -21,8 +22,22 @@ struct Candidate {
   Halide::Target target;
   std::string schedule;  // "naive", "auto" (with autoscheduler), a preset name or schedule JSON
   std::map<std::string, std::string> extra_params;  // further GeneratorParams (estimates)
-  Halide::AutoschedulerParams autoscheduler;        // its plugin must be loaded
+  Halide::AutoschedulerParams autoscheduler;
+  std::string autoscheduler_plugin;  // the plugin's library, loaded by build_jit
 };
+
+// Halide's x86 autoschedulers, with settings that finish in seconds here.
+struct HalideAutoscheduler {
+  std::string name;    // Adams2019, Li2018, Mullapudi2016
+  std::string plugin;  // its shared library
+  std::map<std::string, std::string> params;
+};
+std::vector<HalideAutoscheduler> x86_autoschedulers(int threads);
+
+// `autoscheduler` applied to the algorithm, with the shape as its estimates.
+Candidate autoscheduled_candidate(const AttentionSpec& spec, const Halide::Target& target,
+                                  const HalideAutoscheduler& autoscheduler, int batch, int q_len,
+                                  int kv_len);
 
 struct JitBuild {
   std::unique_ptr<JitAttention> kernel;  // null unless status is ok

@@ -6,9 +6,9 @@
 
 #include "builder.h"
 #include "checker.h"
+#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
-#include "generators/shape_bucket.h"
 #include "strategies/strategy.h"
 
 namespace attnforge::autotune {
@@ -48,22 +48,12 @@ class Measurement {
   }
 
   // Halide's own autoscheduler on the same algorithm, as a competitor.
-  Job autoscheduled(const std::string& name, const std::string& plugin,
-                    const std::map<std::string, std::string>& params) const {
-    return [this, name, plugin, params](MeasurementGate& gate) {
-      Candidate candidate{options_.spec,
-                          options_.target,
-                          "auto",
-                          {{"estimate_batch", std::to_string(options_.shape.batch)},
-                           {"estimate_q_len", std::to_string(options_.shape.q_len)},
-                           {"estimate_kv_len", std::to_string(options_.shape.kv_len)}},
-                          Halide::AutoschedulerParams(name, params)};
-      try {
-        Halide::load_plugin(plugin);
-      } catch (const std::exception& error) {
-        return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
-      }
-      return check_and_time(build_jit(candidate), gate);
+  Job autoscheduled(const HalideAutoscheduler& autoscheduler) const {
+    return [this, autoscheduler](MeasurementGate& gate) {
+      return check_and_time(build_jit(autoscheduled_candidate(
+                                options_.spec, options_.target, autoscheduler, options_.shape.batch,
+                                options_.shape.q_len, options_.shape.kv_len)),
+                            gate);
     };
   }
 
@@ -118,21 +108,6 @@ Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
   r.halide_version = halide_version();
   r.time = utc_now();
   return r;
-}
-
-// Halide's x86 autoschedulers, with the settings that finish in seconds here.
-struct Autoscheduler {
-  const char* name;
-  const char* plugin;
-  std::map<std::string, std::string> params;
-};
-
-std::vector<Autoscheduler> x86_autoschedulers(int threads) {
-  const std::string parallelism = std::to_string(threads);
-  return {
-      {"Adams2019", ATTNFORGE_PLUGIN_ADAMS2019, {{"parallelism", parallelism}, {"beam_size", "1"}}},
-      {"Li2018", ATTNFORGE_PLUGIN_LI2018, {{"parallelism", parallelism}}},
-      {"Mullapudi2016", ATTNFORGE_PLUGIN_MULLAPUDI2016, {{"parallelism", parallelism}}}};
 }
 
 std::filesystem::path make_work_dir() {
@@ -205,10 +180,10 @@ TuneSummary tune(const TuneOptions& options, Database& database,
                                             : static_cast<int>(std::thread::hardware_concurrency());
     std::vector<Job> jobs;
     std::vector<std::string> names;
-    for (const Autoscheduler& a : x86_autoschedulers(threads)) {
-      std::string name = std::string("autoscheduler:") + a.name;
+    for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
+      std::string name = "autoscheduler:" + a.name;
       if (database.contains(record_key(options, name))) continue;
-      jobs.push_back(measurement.autoscheduled(a.name, a.plugin, a.params));
+      jobs.push_back(measurement.autoscheduled(a));
       names.push_back(name);
     }
     std::vector<Outcome> outcomes = runner.run(jobs);

@@ -68,4 +68,23 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
   }
 }
 
+// argv as a shell would need it typed.
+std::string command_line(int argc, char** argv) {
+  std::string line;
+  for (int n = 0; n < argc; ++n) {
+    std::string arg = argv[n];
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyz"
+                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_-+=/.,:@%") == std::string::npos;
+    if (!plain) {
+      std::string quoted = "'";
+      for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      arg = quoted + "'";
+    }
+    line += (n == 0 ? "" : " ") + arg;
+  }
+  return line;
+}
+
 }  // namespace attnforge::bench

@@ -41,6 +41,9 @@ void to_json(nlohmann::ordered_json& json, const BenchRow& row);
 // Writes the rows as a JSON array; throws std::runtime_error if the file cannot be written.
 void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows);
 
+// argv as a shell would need it typed, for "the command that made it".
+std::string command_line(int argc, char** argv);
+
 // A fixed-width table, a rule between (spec, shape) groups.
 void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream = stdout);
 

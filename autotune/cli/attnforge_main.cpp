@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   std::vector<attnforge::cli::Action> actions = {attnforge::cli::add_tune_command(app),
                                                  attnforge::cli::add_db_command(app),
                                                  attnforge::cli::add_emit_command(app)};
+#ifdef ATTNFORGE_WITH_BENCH
+  actions.push_back(attnforge::cli::add_bench_command(app, argc, argv));
+#endif
   CLI11_PARSE(app, argc, argv);
   try {
     for (const auto& action : actions) {

@@ -1,0 +1,95 @@
+// attnforge bench: one run over the given shapes of the naive baseline, the
+// presets, the tuned schedules of a database, Halide's autoschedulers,
+// OpenBLAS unfused attention and, where a Python imports torch, PyTorch's
+// scaled_dot_product_attention. Rows as bench_schedules writes them.
+#include <fmt/format.h>
+
+#include "autotune/database.h"
+#include "bench/bench_rows.h"
+#include "bench/schedule_bench.h"
+#include "bench/torch_peer.h"
+#include "commands.h"
+
+namespace attnforge::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string db, json, torch = "auto", command;
+  std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs;
+  std::vector<int> threads = {2};
+  double min_time = 0.5;
+  bool no_autoschedulers = false, no_presets = false;
+};
+
+// The fastest correct schedule per spec and shape bucket tuned on this machine's target.
+std::map<std::string, std::map<std::string, std::string>> tuned_schedules(const std::string& path) {
+  std::map<std::string, std::map<std::string, std::string>> tuned;
+  std::map<std::pair<std::string, std::string>, double> fastest;
+  const std::string host = Halide::get_host_target().to_string();
+  const autotune::Database database(path);
+  for (const autotune::Record& r : database.records()) {
+    if (r.status != autotune::Status::ok || !r.schedule.is_object() || r.target != host) continue;
+    auto key = std::make_pair(r.spec, r.bucket);
+    auto found = fastest.find(key);
+    if (found != fastest.end() && found->second <= r.ms_median) continue;
+    fastest[key] = r.ms_median;
+    tuned[r.spec][r.bucket] = r.schedule.dump();
+  }
+  return tuned;
+}
+
+int run_bench(const BenchArgs& args) {
+  bench::BenchOptions options;
+  options.threads = args.threads;
+  options.timing.min_seconds = args.min_time;
+  options.presets = !args.no_presets;
+  options.autoschedulers = !args.no_autoschedulers;
+  options.specs = args.specs;
+  if (!args.db.empty()) {
+    if (!std::filesystem::exists(args.db))
+      throw std::invalid_argument("--db: " + args.db + " does not exist");
+    options.tuned = tuned_schedules(args.db);
+  }
+  if (args.torch == "auto") {
+    if (bench::python_has_torch(ATTNFORGE_PYTHON))
+      options.torch_python = ATTNFORGE_PYTHON;
+    else
+      fmt::print(stderr, "no PyTorch in {}: no torch_sdpa rows (scripts/bootstrap --with-torch)\n",
+                 ATTNFORGE_PYTHON);
+  } else if (args.torch != "none") {
+    if (!bench::python_has_torch(args.torch))
+      throw std::invalid_argument("--torch: " + args.torch + " cannot import torch");
+    options.torch_python = args.torch;
+  }
+  bench::ScheduleBench bench(options);
+  bench.measure_peaks();
+  for (const std::string& text : args.shapes) bench.add_shape(bench::parse_shape(text));
+  bench.run();
+  bench.report(args.json, args.command);
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app, int argc, char** argv) {
+  auto args = std::make_shared<BenchArgs>();
+  args->command = bench::command_line(argc, argv);
+  CLI::App* cmd = app.add_subcommand("bench", "Compare tuned kernels with the baseline and peers");
+  cmd->add_option("--db", args->db, "Tuning database whose winners run as 'tuned'");
+  cmd->add_option("--shapes", args->shapes,
+                  "BxHxLqxLkxD, comma separated (default 1x8x2048x2048x64)")
+      ->delimiter(',');
+  cmd->add_option("--specs", args->specs, "Specs (default: causal and not at each shape)")
+      ->delimiter(',');
+  cmd->add_option("--threads", args->threads, "Thread counts (default 2)")->delimiter(',');
+  cmd->add_option("--min-time", args->min_time, "Least seconds of timed runs per row (0.5)");
+  cmd->add_option("--json", args->json, "Write the rows as JSON to this file");
+  cmd->add_option("--torch", args->torch,
+                  "A Python with PyTorch, 'auto' (the project's .venv) or 'none'");
+  cmd->add_flag("--no-autoschedulers", args->no_autoschedulers, "Skip Halide's autoschedulers");
+  cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
+  return [cmd, args] { return *cmd ? run_bench(*args) : -1; };
+}
+
+}  // namespace attnforge::cli

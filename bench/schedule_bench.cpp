@@ -1,0 +1,273 @@
+#include "bench/schedule_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "autotune/builder.h"
+#include "bench/bench_inputs.h"
+#include "bench/openblas_attention.h"
+#include "bench/torch_peer.h"
+#include "generators/shape_bucket.h"
+#include "schedules/presets.h"
+
+namespace attnforge::bench {
+
+namespace {
+
+// Largest |impl - naive| accepted before an implementation is timed.
+constexpr double kMaxAbsDiff = 1e-3;
+
+}  // namespace
+
+// One implementation under test: runs on the case's inputs into BenchInputs::out.
+struct Impl {
+  std::string name;
+  std::function<void()> run;
+  std::function<void(int)> set_threads;
+};
+
+// One spec on one shape: its inputs, its compiled implementations (naive
+// first) and the naive output the others must match.
+struct Case {
+  AttentionSpec spec;
+  Shape shape;
+  BenchRow where;  // spec and shape labels for rows and messages
+  double flops = 0.0;
+  std::unique_ptr<BenchInputs> in;  // impls point into it
+  std::vector<Impl> impls;
+  bool have_expected = false;
+  // The naive baseline runs on one thread whatever the count: timed once, reused.
+  std::unique_ptr<Timing> naive_timing;
+  std::vector<BenchRow> rows;
+};
+
+ScheduleBench::ScheduleBench(BenchOptions options) : options_(std::move(options)) {}
+ScheduleBench::~ScheduleBench() = default;
+
+void ScheduleBench::measure_peaks() {
+  std::sort(options_.threads.begin(), options_.threads.end());
+  options_.threads.erase(std::unique(options_.threads.begin(), options_.threads.end()),
+                         options_.threads.end());
+  for (int t : options_.threads) {
+    peaks_[t] = measure_fma_peak(t, options_.quick ? 0.1 : 0.2, options_.quick ? 2 : 3);
+    fmt::print(stderr, "FMA peak, {} thread{}: {:.1f} GFLOP/s\n", t, t == 1 ? "" : "s",
+               peaks_[t].gflops);
+  }
+}
+
+void ScheduleBench::print_peaks() const {
+  for (const auto& [t, peak] : peaks_) {
+    fmt::print("FMA peak, {} thread{}: {:.1f} GFLOP/s ({})\n", t, t == 1 ? "" : "s", peak.gflops,
+               peak.isa);
+  }
+}
+
+void ScheduleBench::add_shape(const Shape& shape) {
+  std::vector<std::string> specs = options_.specs;
+  if (specs.empty()) specs = specs_for(shape);
+  for (const std::string& text : specs) {
+    auto c = std::make_unique<Case>();
+    c->spec = AttentionSpec::parse(text);
+    c->shape = shape;
+    c->shape.heads = c->spec.heads;
+    c->shape.head_dim = c->spec.head_dim;
+    c->where.spec = c->spec.to_string();
+    c->where.shape =
+        shape_label(shape.batch, c->spec.heads, shape.q_len, shape.kv_len, c->spec.head_dim);
+    c->flops = attention_flops(c->spec, shape.batch, shape.q_len, shape.kv_len);
+    c->in = std::make_unique<BenchInputs>(c->spec, c->shape, 1);
+    fmt::print(stderr, "{} {}: compiling\n", c->where.spec, c->where.shape);
+    build_impls(*c);
+    if (c->impls.empty() || c->impls.front().name != "naive") {
+      fmt::print(stderr, "  no naive baseline: not benchmarked\n");
+      continue;
+    }
+    cases_.push_back(std::move(c));
+  }
+}
+
+// Thread counts outermost and ascending: Halide's thread pool only grows
+// (halide_set_num_threads cannot retire a worker), so a count run after a
+// larger one would still use the larger.
+void ScheduleBench::run() {
+  std::sort(options_.threads.begin(), options_.threads.end());
+  options_.threads.erase(std::unique(options_.threads.begin(), options_.threads.end()),
+                         options_.threads.end());
+  for (int t : options_.threads) {
+    for (auto& c : cases_) {
+      fmt::print(stderr, "{} {}, {} threads:\n", c->where.spec, c->where.shape, t);
+      run_case(*c, t);
+    }
+  }
+}
+
+std::vector<BenchRow> ScheduleBench::rows() const {
+  std::vector<BenchRow> all;
+  for (const auto& c : cases_) all.insert(all.end(), c->rows.begin(), c->rows.end());
+  return all;
+}
+
+void ScheduleBench::report(const std::string& json_path, const std::string& command) const {
+  fmt::print("Target: {}\n", target_.to_string());
+  print_peaks();
+  fmt::print("\n");
+  const std::vector<BenchRow> all = rows();
+  print_rows(all);
+  if (!skipped_.empty()) {
+    fmt::print("\nNot timed:\n");
+    for (const Skipped& s : skipped_) {
+      fmt::print("  {} {} {} ({} threads): {}\n", s.spec, s.shape, s.impl, s.threads, s.reason);
+    }
+  }
+  if (!json_path.empty()) {
+    write_rows_json(json_path, all);
+    fmt::print("\nWrote {} rows to {}\n", all.size(), json_path);
+  }
+  fmt::print("\nCommand: {}\n", command);
+}
+
+void ScheduleBench::skip(const BenchRow& where, const std::string& threads,
+                         const std::string& reason) {
+  skipped_.push_back({where.spec, where.shape, where.impl, threads, reason});
+  fmt::print(stderr, "  skipped {} ({} threads): {}\n", where.impl, threads, reason);
+}
+
+// A kernel that fails to compile skips that implementation only.
+void ScheduleBench::build_impls(Case& c) {
+  BenchInputs& in = *c.in;
+  BenchRow where = c.where;
+  auto add_kernel = [&](const std::string& name,
+                        const std::function<std::shared_ptr<JitAttention>()>& build) {
+    where.impl = name;
+    try {
+      std::shared_ptr<JitAttention> kernel = build();
+      c.impls.push_back({name, [kernel, &in] { kernel->run(in.args); },
+                         [](int t) { JitAttention::set_num_threads(t); }});
+    } catch (const std::exception& error) {
+      skip(where, "all", fmt::format("compile failed: {}", error.what()));
+    }
+  };
+  auto add_jit = [&](const std::string& name, const std::string& schedule) {
+    add_kernel(name, [&] { return compiled(c.spec, schedule); });
+  };
+  add_jit("naive", "naive");
+  if (options_.presets) {
+    for (const std::string& name : schedules::preset_names()) add_jit(name, name);
+  }
+  auto tuned = options_.tuned.find(c.where.spec);
+  if (tuned != options_.tuned.end() && !tuned->second.empty()) {
+    auto bucket = tuned->second.find(shape_bucket(c.shape.batch, c.shape.q_len, c.shape.kv_len));
+    add_jit("tuned",
+            bucket != tuned->second.end() ? bucket->second : tuned->second.begin()->second);
+  }
+  if (options_.autoschedulers) {
+    const int threads = *std::max_element(options_.threads.begin(), options_.threads.end());
+    for (const autotune::HalideAutoscheduler& a : autotune::x86_autoschedulers(threads)) {
+      add_kernel(a.name, [&] {
+        autotune::JitBuild build = autotune::build_jit(autotune::autoscheduled_candidate(
+            c.spec, target_, a, c.shape.batch, c.shape.q_len, c.shape.kv_len));
+        if (build.status != autotune::Status::ok) throw std::runtime_error(build.detail);
+        return std::shared_ptr<JitAttention>(std::move(build.kernel));
+      });
+    }
+  }
+  where.impl = "openblas_unfused";
+  try {
+    auto blas = std::make_shared<OpenBlasAttention>(c.spec);
+    const Shape shape = c.shape;
+    c.impls.push_back({where.impl,
+                       [blas, &in, shape] {
+                         blas->run(in.q.data(), in.k.data(), in.v.data(), in.out.data(),
+                                   shape.batch, shape.q_len, shape.kv_len, in.args.scale);
+                       },
+                       [blas](int t) { blas->set_num_threads(t); }});
+  } catch (const std::exception& error) {
+    skip(where, "all", error.what());
+  }
+}
+
+// One compile per (spec, schedule): shapes that share a spec share its kernels.
+std::shared_ptr<JitAttention> ScheduleBench::compiled(const AttentionSpec& spec,
+                                                      const std::string& schedule) {
+  auto key = std::make_pair(spec.to_string(), schedule);
+  auto found = kernels_.find(key);
+  if (found != kernels_.end()) return found->second;
+  auto kernel = std::make_shared<JitAttention>(
+      spec, target_, std::map<std::string, std::string>{{"schedule", schedule}});
+  kernels_.emplace(key, kernel);
+  return kernel;
+}
+
+void ScheduleBench::run_case(Case& c, int threads) {
+  BenchRow where = c.where;
+  where.threads = threads;
+  double naive_ms = std::numeric_limits<double>::quiet_NaN();
+  for (const Impl& impl : c.impls) {
+    where.impl = impl.name;
+    const bool naive = impl.name == "naive";
+    if (!naive && !c.have_expected) return;  // nothing to check against
+    impl.set_threads(threads);
+    try {
+      if (!naive) {  // one run on NaN-filled output, compared with the naive output
+        std::fill(c.in->out.begin(), c.in->out.end(), std::numeric_limits<float>::quiet_NaN());
+        impl.run();
+        const double diff = c.in->max_abs_diff();
+        if (!(diff <= kMaxAbsDiff)) {
+          skip(where, std::to_string(threads),
+               fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", diff, kMaxAbsDiff));
+          continue;
+        }
+      }
+      if (naive && c.naive_timing) {
+        naive_ms = c.naive_timing->median_ms;
+        c.rows.push_back(make_row(where, *c.naive_timing, c.flops, naive_ms));
+        continue;
+      }
+      Timing timing = time_runs(impl.run, options_.timing);
+      if (naive) c.naive_timing = std::make_unique<Timing>(timing);
+      if (naive && !c.have_expected) {  // the output every other impl must match
+        std::copy(c.in->out.begin(), c.in->out.end(), c.in->expected.begin());
+        c.have_expected = true;
+      }
+      if (naive) naive_ms = timing.median_ms;
+      c.rows.push_back(make_row(where, timing, c.flops, naive_ms));
+    } catch (const std::exception& error) {
+      skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
+      if (naive) return;  // no baseline at this thread count
+    }
+  }
+  if (!options_.torch_python.empty() && c.have_expected) run_torch(c, where, naive_ms);
+}
+
+void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
+  where.impl = "torch_sdpa";
+  TorchResult result = run_torch_sdpa(options_.torch_python, c.spec, c.shape, where.threads, *c.in,
+                                      options_.timing.min_seconds);
+  if (!result.error.empty()) {
+    skip(where, std::to_string(where.threads), result.error);
+  } else if (!(result.max_abs_diff <= kMaxAbsDiff)) {
+    skip(where, std::to_string(where.threads),
+         fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", result.max_abs_diff,
+                     kMaxAbsDiff));
+  } else {
+    c.rows.push_back(make_row(where, result.timing, c.flops, naive_ms));
+  }
+}
+
+BenchRow ScheduleBench::make_row(BenchRow row, const Timing& timing, double flops,
+                                 double naive_ms) const {
+  row.ms_median = timing.median_ms;
+  row.ms_min = timing.min_ms;
+  row.ms_max = timing.max_ms;
+  row.gflops = flops / (timing.median_ms * 1e-3) * 1e-9;
+  row.pct_peak = 100.0 * row.gflops / peaks_.at(row.threads).gflops;
+  row.speedup_vs_naive = naive_ms / timing.median_ms;
+  fmt::print(stderr, "  {:<20} {:10.3f} ms ({} runs), {:.2f} GFLOP/s\n", row.impl, row.ms_median,
+             timing.repeats, row.gflops);
+  return row;
+}
+
+}  // namespace attnforge::bench

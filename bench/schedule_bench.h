@@ -1,0 +1,78 @@
+// The benchmark of one run: the naive baseline, the schedule presets, tuned
+// schedules, Halide's autoschedulers, OpenBLAS unfused attention and, when a
+// Python with PyTorch is given, its scaled_dot_product_attention, on a set of
+// shapes and thread counts, each rated against the FMA peak measured in the
+// same run. Every implementation's output is checked against the naive
+// kernel's before it is timed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_rows.h"
+#include "bench/bench_shapes.h"
+#include "bench/fma_peak.h"
+#include "bench/timing.h"
+#include "generators/jit_attention.h"
+
+namespace attnforge::bench {
+
+struct BenchOptions {
+  std::vector<int> threads = {1, 2};  // run in ascending order, see ScheduleBench::run
+  TimingOptions timing;
+  bool quick = false;
+  bool presets = true;
+  // spec -> shape bucket -> schedule JSON, timed as "tuned": the schedule of
+  // the case's bucket, else of the spec's first bucket.
+  std::map<std::string, std::map<std::string, std::string>> tuned;
+  bool autoschedulers = false;     // Halide's x86 autoschedulers at each shape
+  std::string torch_python;        // a Python that imports torch; empty: no torch rows
+  std::vector<std::string> specs;  // only these specs (empty: specs_for each shape)
+};
+
+struct Skipped {
+  std::string spec, shape, impl, threads, reason;
+};
+
+struct Case;
+
+class ScheduleBench {
+ public:
+  explicit ScheduleBench(BenchOptions options);
+  ~ScheduleBench();
+
+  void measure_peaks();
+  void print_peaks() const;
+  // Compiles every implementation for the shape's specs, once for all thread counts.
+  void add_shape(const Shape& shape);
+  void run();
+
+  // Grouped by case, then thread count.
+  std::vector<BenchRow> rows() const;
+  const std::vector<Skipped>& skipped() const { return skipped_; }
+
+  // Prints the target, the peaks, the table, what was not timed and `command`;
+  // writes the rows to `json_path` unless it is empty.
+  void report(const std::string& json_path, const std::string& command) const;
+
+ private:
+  void skip(const BenchRow& where, const std::string& threads, const std::string& reason);
+  void build_impls(Case& c);
+  void run_case(Case& c, int threads);
+  void run_torch(Case& c, BenchRow where, double naive_ms);
+  BenchRow make_row(BenchRow row, const Timing& timing, double flops, double naive_ms) const;
+  // Halide's JIT target: the host.
+  Halide::Target target_ = Halide::get_host_target();
+
+  BenchOptions options_;
+  std::map<int, FmaPeak> peaks_;
+  std::shared_ptr<JitAttention> compiled(const AttentionSpec& spec, const std::string& schedule);
+
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<JitAttention>> kernels_;
+  std::vector<std::unique_ptr<Case>> cases_;
+  std::vector<Skipped> skipped_;
+};
+
+}  // namespace attnforge::bench

@@ -1,0 +1,26 @@
+// PyTorch's scaled_dot_product_attention as a peer, run by a Python that has
+// torch (bench/torch_sdpa.py) on the case's own inputs: it is checked against
+// the naive output and timed there, with the same timing rule.
+#pragma once
+
+#include <string>
+
+#include "bench/bench_inputs.h"
+#include "bench/timing.h"
+#include "generators/attention_spec.h"
+
+namespace attnforge::bench {
+
+struct TorchResult {
+  Timing timing;
+  double max_abs_diff = 0.0;
+  std::string error;  // set when torch could not run
+};
+
+// Whether `python` imports torch (asked once per path).
+bool python_has_torch(const std::string& python);
+
+TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
+                           int threads, const BenchInputs& inputs, double min_seconds);
+
+}  // namespace attnforge::bench
