@@ -68,6 +68,7 @@ def chart(by, key, ylabel, title, path, log):
             if r["impl"] not in impls:
                 impls.append(r["impl"])
     width = 0.8 / max(1, len(impls))
+    colors = plt.cm.tab20.colors  # one distinct color per implementation (up to 20)
     fig, ax = plt.subplots(figsize=(max(8, 2.2 * len(labels) + 3), 5))
     for n, impl in enumerate(impls):
         xs, ys = [], []
@@ -76,7 +77,7 @@ def chart(by, key, ylabel, title, path, log):
                 if r["impl"] == impl:
                     xs.append(g + (n - len(impls) / 2 + 0.5) * width)
                     ys.append(r[key])
-        ax.bar(xs, ys, width, label=impl)
+        ax.bar(xs, ys, width, label=impl, color=colors[n % len(colors)])
     if log:
         ax.set_yscale("log")
     ax.set_xticks(range(len(labels)))
