@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "schedules/bounded_json.h"
+
 namespace attnforge::autotune {
 
 namespace {
@@ -53,10 +55,8 @@ void Database::reload() {
       ++skipped_;
       continue;
     }
-    nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
     try {
-      if (json.is_discarded()) throw std::invalid_argument("not JSON");
-      add(Record::from_json(json));
+      add(Record::from_json(schedules::parse_bounded_json(line, "record")));
     } catch (const std::invalid_argument&) {
       ++skipped_;
     }

@@ -10,6 +10,7 @@
 #include "materialized_form.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
+#include "schedules/bounded_json.h"
 #include "schedules/naive_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
@@ -124,8 +125,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   // "naive" and "auto" are handled by the caller; otherwise a preset name or schedule JSON.
   static schedules::Schedule resolve_schedule(const std::string& choice) {
     if (!choice.empty() && choice.front() == '{') {
-      nlohmann::json json = nlohmann::json::parse(choice, nullptr, false);
-      if (json.is_discarded()) throw schedules::ScheduleError("schedule", "invalid JSON");
+      nlohmann::json json;
+      try {
+        json = schedules::parse_bounded_json(choice, "schedule");
+      } catch (const std::invalid_argument& error) {
+        throw schedules::ScheduleError("schedule", error.what());
+      }
       return schedules::Schedule::from_json(json);
     }
     return schedules::load_preset(choice);

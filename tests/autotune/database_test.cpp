@@ -98,6 +98,16 @@ TEST(Database, OverlongLineIsSkipped) {
   EXPECT_EQ(db.skipped_lines(), 1u);
 }
 
+TEST(Database, DeeplyNestedLineIsSkipped) {
+  TempFile file;
+  append_raw(file.path, std::string(50000, '[') + std::string(50000, ']') + "\n");
+  Database db(file.path);
+  db.append(make_record(1));
+  db.reload();
+  EXPECT_EQ(db.records().size(), 1u);
+  EXPECT_EQ(db.skipped_lines(), 1u);
+}
+
 TEST(Database, TwoWritersNeverInterleave) {
   TempFile file;
   constexpr int kEach = 200;

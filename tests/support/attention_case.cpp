@@ -147,6 +147,20 @@ void AttentionCase::set_bias(int b, int h, int i, int j, double value) {
       stored;
 }
 
+std::vector<double> AttentionCase::output() const {
+  return out_->values();
+}
+
+std::vector<double> AttentionCase::expected_output() const {
+  return reference::attention(problem_).out;
+}
+
+void AttentionCase::set_query(int b, int h, int i, int d, double value) {
+  double stored = q_->set({d, i, h, b}, value);
+  problem_.q[((static_cast<size_t>(b) * spec_.heads + h) * shape_.q_len + i) * spec_.head_dim + d] =
+      stored;
+}
+
 void AttentionCase::set_scale(double scale) {
   args_.scale = static_cast<float>(scale);
   problem_.scale = static_cast<double>(args_.scale);

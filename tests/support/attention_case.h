@@ -59,6 +59,13 @@ class AttentionCase {
   // Uses `scale` instead of the default 1/sqrt(D).
   void set_scale(double scale);
 
+  // The kernel's output and the reference's, [B][H][Lq][D] in double.
+  std::vector<double> output() const;
+  std::vector<double> expected_output() const;
+
+  // Sets element d of query row (b, h, i), e.g. to NaN.
+  void set_query(int b, int h, int i, int d, double value);
+
   // Biases the logit of (b, h, i, j) by `value`; needs a per-element bias tensor.
   void set_bias(int b, int h, int i, int j, double value);
 
