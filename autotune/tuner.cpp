@@ -151,53 +151,45 @@ double parse_duration(const std::string& text) {
   return value * scale;
 }
 
-TuneSummary tune(const TuneOptions& options, Database& database,
-                 const std::function<void(const Progress&)>& on_progress) {
-  options.spec.validate();
-  const auto start = Clock::now();
-  auto seconds_left = [&] {
-    return options.budget_seconds - std::chrono::duration<double>(Clock::now() - start).count();
-  };
-  const std::filesystem::path work_dir = make_work_dir();
-  ContainedRunner runner(work_dir, options.runner);
-  Measurement measurement(options, work_dir / "expected.bin");
-  TuneSummary summary;
-  Progress& progress = summary.progress;
-  const std::string bucket =
-      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+namespace {
 
-  const std::string naive_key = record_key(options, "naive");
-  bool naive_recorded = database.contains(naive_key);
+// The naive baseline (its output is the reference every candidate is checked
+// against) and Halide's autoschedulers, each measured once per database.
+void measure_references(const TuneOptions& options, Database& database, ContainedRunner& runner,
+                        const Measurement& measurement) {
+  bool naive_recorded = database.contains(record_key(options, "naive"));
   Outcome baseline = runner.run({measurement.baseline(!naive_recorded)})[0];
   if (baseline.status != Status::ok) {
-    std::filesystem::remove_all(work_dir);
     throw std::runtime_error("the naive baseline failed: " + baseline.detail);
   }
   if (!naive_recorded) database.append(make_record(options, "naive", baseline));
-
-  if (options.autoschedulers) {
-    const int threads = options.threads > 0 ? options.threads
-                                            : static_cast<int>(std::thread::hardware_concurrency());
-    std::vector<Job> jobs;
-    std::vector<std::string> names;
-    for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
-      std::string name = "autoscheduler:" + a.name;
-      if (database.contains(record_key(options, name))) continue;
-      jobs.push_back(measurement.autoscheduled(a));
-      names.push_back(name);
-    }
-    std::vector<Outcome> outcomes = runner.run(jobs);
-    for (size_t n = 0; n < jobs.size(); ++n) {
-      database.append(make_record(options, names[n], outcomes[n]));
-    }
+  if (!options.autoschedulers) return;
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<Job> jobs;
+  std::vector<std::string> names;
+  for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
+    std::string name = "autoscheduler:" + a.name;
+    if (database.contains(record_key(options, name))) continue;
+    jobs.push_back(measurement.autoscheduled(a));
+    names.push_back(name);
   }
+  std::vector<Outcome> outcomes = runner.run(jobs);
+  for (size_t n = 0; n < jobs.size(); ++n) {
+    database.append(make_record(options, names[n], outcomes[n]));
+  }
+}
 
-  std::vector<Trial> history;
+// Outcomes already in the database for this run's (spec, target, bucket), by
+// record key; the naive and autoscheduler times go to `progress`.
+std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options, const Database& database,
+                                               Progress& progress) {
+  const std::string spec = options.spec.to_string(), target = options.target.to_string();
+  const std::string bucket =
+      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+  std::map<std::string, Trial> recorded;
   for (const Record& r : database.records()) {
-    if (r.spec != options.spec.to_string() || r.target != options.target.to_string() ||
-        r.bucket != bucket) {
-      continue;
-    }
+    if (r.spec != spec || r.target != target || r.bucket != bucket) continue;
     if (r.schedule.is_string()) {  // the naive baseline or an autoscheduler
       if (r.schedule == "naive" && r.status == Status::ok) progress.naive_ms = r.ms_median;
       if (r.schedule != "naive" && r.status == Status::ok &&
@@ -206,54 +198,114 @@ TuneSummary tune(const TuneOptions& options, Database& database,
       }
       continue;
     }
-    history.push_back({Schedule::from_json(r.schedule), r.status, r.ms_median});
+    try {
+      recorded.emplace(r.key(), Trial{Schedule::from_json(r.schedule), r.status, r.ms_median});
+    } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
+    }
   }
-  auto update_best = [&] {
-    summary.best = database.best(options.spec.to_string(), options.target.to_string(), bucket);
-    // The naive record competes too; best_ms is the best tuned schedule.
-    std::vector<Trial> ok = fastest_first(history);
-    progress.best_ms = ok.empty() ? 0.0 : ok.front().ms;
-  };
-  update_best();
+  return recorded;
+}
 
+}  // namespace
+
+TuneSummary tune(const TuneOptions& options, Database& database,
+                 const std::function<void(const Progress&)>& on_progress) {
+  options.spec.validate();
+  const auto start = Clock::now();
+  auto seconds_left = [&] {
+    return options.budget_seconds - std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  TuneSummary summary;
+  Progress& progress = summary.progress;
+  const std::string bucket =
+      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+
+  // Real runs measure in contained children; a simulation asks options.simulate.
+  std::filesystem::path work_dir;
+  std::unique_ptr<ContainedRunner> runner;
+  std::unique_ptr<Measurement> measurement;
+  if (!options.simulate) {
+    work_dir = make_work_dir();
+    runner = std::make_unique<ContainedRunner>(work_dir, options.runner);
+    measurement = std::make_unique<Measurement>(options, work_dir / "expected.bin");
+    try {
+      measure_references(options, database, *runner, *measurement);
+    } catch (...) {
+      std::filesystem::remove_all(work_dir);
+      throw;
+    }
+  }
+  auto measure = [&](const std::vector<Schedule>& batch) {
+    std::vector<Outcome> outcomes;
+    if (options.simulate) {
+      for (const Schedule& s : batch) outcomes.push_back(options.simulate(s));
+      return outcomes;
+    }
+    std::vector<Job> jobs;
+    for (const Schedule& s : batch) jobs.push_back(measurement->candidate(s));
+    return runner->run(jobs);
+  };
+  std::map<std::string, Trial> recorded = recorded_outcomes(options, database, progress);
+
+  // The strategy replays from its seed: a candidate it proposes that is
+  // already recorded is read back, not measured, so a resumed run follows the
+  // same path as one never interrupted.
   schedules::ScheduleSpace space(options.spec, options.target);
   const std::map<std::string, std::string> presets = fitting_presets(options);
   std::vector<Schedule> seeds;
   for (const auto& [json, name] : presets)
     seeds.push_back(Schedule::from_json(nlohmann::json::parse(json)));
   auto strategy = make_strategy(options.strategy, space, options.seed, seeds);
+  std::vector<Trial> history;
   std::hash<std::string> hash;
-  while (seconds_left() > 0) {
+  auto update_best = [&] {
+    summary.best = database.best(options.spec.to_string(), options.target.to_string(), bucket);
+    std::vector<Trial> ok = fastest_first(history);
+    progress.best_ms = ok.empty() ? 0.0 : ok.front().ms;
+  };
+  update_best();
+  while (seconds_left() > 0 &&
+         (options.max_candidates == 0 || history.size() < options.max_candidates)) {
     std::vector<Schedule> proposed = strategy->propose(history, 2 * options.runner.parallel_jobs);
     if (proposed.empty()) break;  // the strategy has run out of candidates
-    std::vector<Schedule> batch;
-    for (const Schedule& s : proposed) {
-      std::string key = record_key(options, s.to_json());
-      if (hash(key) % options.shards != static_cast<size_t>(options.shard)) {
-        history.push_back({s, Status::invalid, 0.0});  // another shard's: not ours to try
-        continue;
-      }
-      if (!database.contains(key)) batch.push_back(s);
+    if (options.max_candidates > 0) {
+      proposed.resize(std::min(proposed.size(), options.max_candidates - history.size()));
     }
-    if (batch.empty()) continue;  // all another shard's or already recorded
-    std::vector<Job> jobs;
-    for (const Schedule& s : batch) jobs.push_back(measurement.candidate(s));
-    std::vector<Outcome> outcomes = runner.run(jobs);
+    std::vector<Schedule> batch;
+    std::vector<Trial> trials;  // in proposal order; measured ones filled in below
+    for (const Schedule& s : proposed) {
+      const std::string key = record_key(options, s.to_json());
+      auto found = recorded.find(key);
+      if (hash(key) % options.shards != static_cast<size_t>(options.shard)) {
+        trials.push_back({s, Status::invalid, 0.0});  // another shard's: not ours to try
+      } else if (found != recorded.end()) {
+        trials.push_back(found->second);
+      } else {
+        trials.push_back({s, Status::ok, -1.0});  // to measure
+        batch.push_back(s);
+      }
+    }
+    std::vector<Outcome> outcomes = measure(batch);
     std::vector<Record> records;
-    for (size_t n = 0; n < batch.size(); ++n) {
-      records.push_back(make_record(options, batch[n].to_json(), outcomes[n]));
-      auto preset = presets.find(batch[n].to_json().dump());
+    size_t next = 0;
+    for (Trial& trial : trials) {
+      if (trial.ms != -1.0) continue;
+      const Outcome& outcome = outcomes[next++];
+      trial = {trial.schedule, outcome.status, outcome.ms_median};
+      records.push_back(make_record(options, trial.schedule.to_json(), outcome));
+      auto preset = presets.find(trial.schedule.to_json().dump());
       if (preset != presets.end()) records.back().strategy = "preset:" + preset->second;
-      history.push_back({batch[n], outcomes[n].status, outcomes[n].ms_median});
+      recorded[records.back().key()] = trial;
       ++progress.measured;
-      if (outcomes[n].status != Status::ok) ++progress.failures;
+      if (outcome.status != Status::ok) ++progress.failures;
     }
     database.append(records);
+    history.insert(history.end(), trials.begin(), trials.end());
     update_best();
     progress.seconds_left = std::max(0.0, seconds_left());
-    if (on_progress) on_progress(progress);
+    if (on_progress && !records.empty()) on_progress(progress);
   }
-  std::filesystem::remove_all(work_dir);
+  if (!work_dir.empty()) std::filesystem::remove_all(work_dir);
   return summary;
 }
 

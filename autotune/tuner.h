@@ -2,8 +2,10 @@
 // autoschedulers (competitors, recorded alike) first, then
 // candidates from a strategy, measured in contained child processes, checked
 // against the reference and recorded in the database, until the budget is
-// spent. A rerun with the same database continues: recorded candidates are
-// history, never measured again.
+// spent. A rerun with the same database continues: the strategy replays from
+// its seed, reading back what is recorded instead of measuring it again, so a
+// run killed and resumed any number of times ends where an uninterrupted one
+// with the same seed and candidate budget ends.
 #pragma once
 
 #include <Halide.h>
@@ -15,6 +17,7 @@
 
 #include "database.h"
 #include "runner.h"
+#include "schedules/schedule.h"
 #include "tuning_inputs.h"
 
 namespace attnforge::autotune {
@@ -32,6 +35,10 @@ struct TuneOptions {
   RunnerOptions runner;
   double min_measure_seconds = 0.2;
   bool autoschedulers = true;  // also measure Halide's x86 autoschedulers (once per database)
+  size_t max_candidates = 0;   // stop after this many proposals (0: only the time budget)
+  // Simulation: candidates are "measured" by this instead of compiled and run,
+  // and no baseline or autoscheduler runs (strategy and kill-safety tests).
+  std::function<Outcome(const schedules::Schedule&)> simulate;
 };
 
 struct Progress {

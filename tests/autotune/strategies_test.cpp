@@ -10,6 +10,7 @@
 #include "autotune/database.h"
 #include "autotune/strategies/strategy.h"
 #include "schedules/presets.h"
+#include "tests/autotune/synthetic_timings.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -18,24 +19,6 @@ using schedules::Schedule;
 
 const Halide::Target kAvx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
 const char* const kSpec = "causal.mha8.d64.f32";
-
-// Smooth in every knob, one best point away from the presets: a stand-in for
-// a machine's timings.
-double synthetic_ms(const Schedule& s) {
-  double ms = s.form == schedules::Form::materialized ? 40.0
-              : s.form == schedules::Form::fused      ? 6.0
-                                                      : 5.0;
-  auto off = [](double value, double best) { return std::abs(std::log2(value / best)); };
-  ms *= 1.0 + 0.15 * off(s.query_tile, 96) + 0.1 * off(s.key_block, 192);
-  ms *= 1.0 + 0.05 * std::abs(s.register_rows * s.register_vectors - 12);
-  ms *= 1.0 + 0.04 * off(s.unroll, 2) + 0.2 * off(s.kv_splits, 1);
-  ms *= 1.0 + 0.03 * off(schedules::effective_pv_vectors(s), 4) +
-        0.03 * off(schedules::effective_pv_rows(s), 4);
-  if (s.parallel.size() < 3) ms *= 1.3;
-  if (!s.skip_masked_blocks) ms *= 1.8;
-  if (s.intermediates == schedules::StoreLevel::root) ms *= 1.05;
-  return ms;
-}
 
 // A recorded database of the whole space, written once per test process.
 // The P.V tile knobs are narrowed to keep it to seconds.
