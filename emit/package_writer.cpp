@@ -70,6 +70,11 @@ std::vector<PlannedKernel> compile_kernels(
     const fs::path& work, const std::function<void(const std::string&)>& progress) {
   std::vector<autotune::Job> jobs;
   for (const PlannedKernel& k : plan) {
+    // Function names become file names: nothing in them may leave the package folder.
+    if (k.function.empty() || k.function.find_first_not_of(
+                                  "abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      throw std::invalid_argument("refusing kernel name '" + k.function + "': not [a-z0-9_]");
+    }
     const Halide::Target target = targets[k.target].target;
     jobs.push_back([k, target, work](autotune::MeasurementGate&) {
       autotune::build_aot({k.spec, target, k.schedule}, work, k.function,
