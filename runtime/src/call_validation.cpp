@@ -150,13 +150,13 @@ Status check_options(const AttentionOptions& o, const TensorView& q, const Valid
   return Status::success();
 }
 
+}  // namespace
+
 DType storage_type(ElementType type) {
   return type == ElementType::f16    ? DType::f16
          : type == ElementType::bf16 ? DType::bf16
                                      : DType::f32;
 }
-
-}  // namespace
 
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, ValidatedCall* call) {

@@ -16,6 +16,9 @@ struct ValidatedCall {
   bool empty = false;  // B == 0 or Lq == 0: nothing to compute
 };
 
+// The spec's storage type of a float element type (i32 is not one).
+DType storage_type(ElementType type);
+
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, ValidatedCall* call);
 

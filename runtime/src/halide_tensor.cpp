@@ -1,21 +1,15 @@
 #include "halide_tensor.h"
 
+#include "call_validation.h"
+#include "generators/kernel_arguments.h"
+
 namespace attnforge::runtime {
 
 namespace {
 
 halide_type_t halide_type(ElementType type) {
-  switch (type) {
-    case ElementType::f16:
-      return halide_type_t(halide_type_float, 16);
-    case ElementType::bf16:
-      return halide_type_t(halide_type_bfloat, 16);
-    case ElementType::i32:
-      return halide_type_t(halide_type_int, 32);
-    case ElementType::f32:
-      break;
-  }
-  return halide_type_t(halide_type_float, 32);
+  if (type == ElementType::i32) return halide_type_t(halide_type_int, 32);
+  return halide_type_of(storage_type(type));
 }
 
 }  // namespace

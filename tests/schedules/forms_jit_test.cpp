@@ -7,6 +7,7 @@
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/host_presets.h"
 #include "tests/support/test_names.h"
 
 namespace attnforge {
@@ -17,16 +18,8 @@ using testing::CaseShape;
 using testing::Comparison;
 using testing::Layout;
 
-// The host's preset of a form; the presets need x86 with at least AVX2.
-std::string preset_for(const std::string& form) {
-  int width = schedules::native_vector_width(Halide::get_host_target());
-  return form + (width == 16 ? "_avx512" : "_avx2");
-}
-
-bool host_has_presets() {
-  Halide::Target host = Halide::get_host_target();
-  return host.arch == Halide::Target::X86 && host.has_feature(Halide::Target::AVX2);
-}
+using testing::host_has_presets;
+using testing::preset_for;
 
 struct FormCase {
   const char* form;

@@ -12,6 +12,7 @@
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/host_presets.h"
 
 namespace attnforge {
 namespace {
@@ -21,21 +22,17 @@ using testing::CaseOptions;
 using testing::CaseShape;
 using testing::Comparison;
 
-bool host_has_presets() {
-  Halide::Target host = Halide::get_host_target();
-  return host.arch == Halide::Target::X86 && host.has_feature(Halide::Target::AVX2);
-}
+using testing::host_has_presets;
+using testing::preset_for;
 
 // The host's preset of every form, and the online form split four ways.
 std::vector<std::pair<std::string, std::string>> schedules_to_test() {
-  const std::string isa =
-      schedules::native_vector_width(Halide::get_host_target()) == 16 ? "_avx512" : "_avx2";
-  schedules::Schedule split = schedules::load_preset("online" + isa);
+  schedules::Schedule split = schedules::load_preset(preset_for("online"));
   split.kv_splits = 4;
   split.parallel.push_back(schedules::ParallelLoop::kv_splits);
-  return {{"online", "online" + isa},
-          {"fused", "fused" + isa},
-          {"materialized", "materialized" + isa},
+  return {{"online", preset_for("online")},
+          {"fused", preset_for("fused")},
+          {"materialized", preset_for("materialized")},
           {"online split", split.to_json().dump()}};
 }
 
