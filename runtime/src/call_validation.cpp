@@ -22,6 +22,12 @@ std::string shape_text(const TensorView& t) {
   return text + "]";
 }
 
+std::string strides_text(const TensorView& t) {
+  std::string text = "[";
+  for (int n = 0; n < t.rank; ++n) text += fmt::format("{}{}", n ? ", " : "", t.strides[n]);
+  return text + "]";
+}
+
 // Rank, extents, strides and span of one tensor on its own.
 Status check_layout(const TensorView& t, const char* name, int rank, const char* expected) {
   if (t.rank != rank) {
@@ -40,17 +46,19 @@ Status check_layout(const TensorView& t, const char* name, int rank, const char*
                                  t.strides[n], kMaxIndex));
     }
     empty = empty || t.shape[n] == 0;
-    if (t.shape[n] > 0) span += (t.shape[n] - 1) * t.strides[n];  // < 4 * 2^62: no overflow
+    // Each term is below 2^62 and span stops growing past kMaxIndex: no overflow.
+    if (t.shape[n] > 0 && span <= kMaxIndex) span += (t.shape[n] - 1) * t.strides[n];
   }
   if (t.strides[rank - 1] != 1 && t.shape[rank - 1] > 1) {
     return invalid(
         fmt::format("{}: the innermost stride must be 1, got {}", name, t.strides[rank - 1]));
   }
   // Halide limits a buffer to 2^31 - 1 bytes (without its large_buffers feature).
-  const int64_t bytes = (span + 1) * element_bytes(t.type);
-  if (!empty && bytes > kMaxIndex) {
-    return invalid(fmt::format("{}: shape {} spans {} bytes; kernels address at most {}", name,
-                               shape_text(t), bytes, kMaxIndex));
+  if (!empty && (span > kMaxIndex || (span + 1) * element_bytes(t.type) > kMaxIndex)) {
+    return invalid(
+        fmt::format("{}: shape {} with strides {} spans more than {} bytes, the most "
+                    "kernels address",
+                    name, shape_text(t), strides_text(t), kMaxIndex));
   }
   if (t.data == nullptr && !empty) return invalid(fmt::format("{}: data is null", name));
   return Status::success();

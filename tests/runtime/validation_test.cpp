@@ -91,7 +91,14 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
        {"q:", "dimension 2", "1099511627776"}},
       {"overflowing span",
        [](Call& c) { c.tq.strides[0] = int64_t(1) << 30; },
-       {"q:", "spans", "kernels address at most"}},
+       {"q:", "spans more than", "the most kernels address"}},
+      // Found by fuzzing: terms near 2^62 each once overflowed the span in bytes.
+      {"span terms near 2^62",
+       [](Call& c) {
+         for (int n = 0; n < 3; ++n) c.tk.shape[n] = c.tk.strides[n] = (int64_t(1) << 31) - 1;
+         c.tv = c.tk;
+       },
+       {"k:", "spans more than"}},
       {"negative extent", [](Call& c) { c.tout.shape[0] = -2; }, {"out:", "dimension 0", "-2"}},
       {"no keys",
        [](Call& c) {
