@@ -78,22 +78,16 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   args.k = tk.get();
   args.v = tv.get();
   args.out = tout.get();
-  if (options.key_lengths) {
-    error |= tlengths.wrap(*options.key_lengths, nullptr, package);
-    args.key_lengths = tlengths.get();
-  }
-  if (options.bias) {
-    error |= tbias.wrap(*options.bias, bias_extents, package);
-    args.bias = tbias.get();
-  }
-  if (options.alibi_slopes) {
-    error |= tslopes.wrap(*options.alibi_slopes, nullptr, package);
-    args.alibi_slopes = tslopes.get();
-  }
-  if (options.weights) {
-    error |= tweights.wrap(*options.weights, nullptr, package);
-    args.weights = tweights.get();
-  }
+  auto wrap_optional = [&](const TensorView* view, runtime::HalideTensor& tensor,
+                           const int64_t* extents) -> halide_buffer_t* {
+    if (!view) return nullptr;
+    error |= tensor.wrap(*view, extents, package);
+    return tensor.get();
+  };
+  args.key_lengths = wrap_optional(options.key_lengths, tlengths, nullptr);
+  args.bias = wrap_optional(options.bias, tbias, bias_extents);
+  args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
+  args.weights = wrap_optional(options.weights, tweights, nullptr);
   if (error != 0) {
     return {ErrorCode::kernel_failed,
             "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};

@@ -83,6 +83,11 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
       best_score = score;
     }
   }
+  const bool cuda_missing_here = cuda && !cuda_missing.empty();
+  if (best && !cuda_missing_here) {
+    *status = Status::success();  // the common case formats nothing
+    return best;
+  }
   const std::string spec = call.spec.to_string();
   if (!same_spec) {
     *status = {ErrorCode::no_kernel,
@@ -96,13 +101,10 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
   } else if (!best) {
     *status = {ErrorCode::no_kernel,
                fmt::format("every CPU kernel for {} needs instructions this CPU lacks", spec)};
-  } else if (cuda && !cuda_missing.empty()) {
-    *status = {ErrorCode::no_device, "q: CUDA tensors given, but " + cuda_missing};
-    return nullptr;
   } else {
-    *status = Status::success();
+    *status = {ErrorCode::no_device, "q: CUDA tensors given, but " + cuda_missing};
   }
-  return best;
+  return nullptr;
 }
 
 }  // namespace attnforge::runtime
