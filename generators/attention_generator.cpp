@@ -10,9 +10,8 @@
 #include "materialized_form.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
-#include "schedules/bounded_json.h"
 #include "schedules/naive_schedule.h"
-#include "schedules/presets.h"
+#include "schedules/schedule_choice.h"
 #include "schedules/space.h"
 
 namespace attnforge {
@@ -101,7 +100,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       schedules::apply_naive(funcs, vars_, get_target());
       return;
     }
-    schedules::Schedule chosen = resolve_schedule(choice);
+    schedules::Schedule chosen = schedules::resolve_schedule(choice);
     schedules::validate(chosen, spec_, get_target());
     schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen);
     vars_ = pipeline.vars;
@@ -120,20 +119,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (weights_) {
       (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) = weights(vars_.j, vars_.i, vars_.h, vars_.b);
     }
-  }
-
-  // "naive" and "auto" are handled by the caller; otherwise a preset name or schedule JSON.
-  static schedules::Schedule resolve_schedule(const std::string& choice) {
-    if (!choice.empty() && choice.front() == '{') {
-      nlohmann::json json;
-      try {
-        json = schedules::parse_bounded_json(choice, "schedule");
-      } catch (const std::invalid_argument& error) {
-        throw schedules::ScheduleError("schedule", error.what());
-      }
-      return schedules::Schedule::from_json(json);
-    }
-    return schedules::load_preset(choice);
   }
 
   AttentionSpec resolve_spec() const {

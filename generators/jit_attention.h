@@ -9,15 +9,10 @@
 #include <string>
 
 #include "attention_spec.h"
+#include "jit_compile.h"
 #include "kernel_arguments.h"
 
 namespace attnforge {
-
-// A Halide compile or run-time error, with Halide's message.
-class KernelError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class JitAttention {
  public:
@@ -36,10 +31,6 @@ class JitAttention {
   static void set_num_threads(int threads);
 
  private:
-  static Halide::Callable autoscheduled(Halide::Internal::AbstractGenerator& generator,
-                                        const Halide::Target& target,
-                                        const Halide::AutoschedulerParams& autoscheduler);
-
   AttentionSpec spec_;
   Halide::Callable callable_;
 };

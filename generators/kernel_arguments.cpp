@@ -4,14 +4,10 @@
 
 namespace attnforge {
 
-namespace {
-
-void* required(halide_buffer_t* buffer, const char* name) {
+void* required_argument(halide_buffer_t* buffer, const char* name) {
   if (buffer == nullptr) throw SpecError(name, std::string(name) + " is required by this spec");
   return buffer;
 }
-
-}  // namespace
 
 halide_type_t halide_type_of(DType dtype) {
   switch (dtype) {
@@ -27,15 +23,15 @@ halide_type_t halide_type_of(DType dtype) {
 
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
   KernelArgv argv;
-  argv.push(required(args.q, "q"));
-  argv.push(required(args.k, "k"));
-  argv.push(required(args.v, "v"));
-  if (spec.key_padding) argv.push(required(args.key_lengths, "key_lengths"));
-  if (spec.bias == BiasKind::tensor) argv.push(required(args.bias, "bias"));
-  if (spec.bias == BiasKind::alibi) argv.push(required(args.alibi_slopes, "alibi_slopes"));
+  argv.push(required_argument(args.q, "q"));
+  argv.push(required_argument(args.k, "k"));
+  argv.push(required_argument(args.v, "v"));
+  if (spec.key_padding) argv.push(required_argument(args.key_lengths, "key_lengths"));
+  if (spec.bias == BiasKind::tensor) argv.push(required_argument(args.bias, "bias"));
+  if (spec.bias == BiasKind::alibi) argv.push(required_argument(args.alibi_slopes, "alibi_slopes"));
   argv.push(&args.scale);
-  argv.push(required(args.out, "out"));
-  if (spec.return_weights) argv.push(required(args.weights, "weights"));
+  argv.push(required_argument(args.out, "out"));
+  if (spec.return_weights) argv.push(required_argument(args.weights, "weights"));
   return argv;
 }
 

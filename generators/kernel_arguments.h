@@ -40,12 +40,16 @@ class KernelArgv {
   }
 
  private:
-  std::array<void*, 10> slots_{};  // context + q, k, v, lengths, bias, slopes, scale, out, weights
+  // The context and up to 17 arguments (a cross-attention layer's with every option).
+  std::array<void*, 18> slots_{};
   size_t count_ = 0;
 };
 
 // The runtime type of a storage dtype, for the buffers a kernel takes.
 halide_type_t halide_type_of(DType dtype);
+
+// `buffer`, or SpecError naming the argument when it is null.
+void* required_argument(halide_buffer_t* buffer, const char* name);
 
 // `args` must outlive the result. Throws SpecError when the spec needs an
 // argument that is null.

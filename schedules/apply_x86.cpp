@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "register_tile.h"
+
 namespace attnforge::schedules {
 
 namespace {
@@ -46,20 +48,10 @@ LoopLevel tile_output(const Schedule& s, Func out, const AttentionVars& v, Var i
   return LoopLevel(out, outer[0].same_as(it) ? fused : it);
 }
 
-// A matrix product `product` (pure vector dim x, row dim y, reduction r) whose
-// consumer `consumer` is tiled into register tiles of (vectors * VW) x rows:
-// the product is computed per register tile, reduction loop outermost, so its
-// accumulators stay in registers. Tiles round up: every form reads its inputs
-// at clamped positions, so a partial tile computes a few unused values instead
-// of giving the inner loops a variable extent.
 void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y, RVar r,
                    int vectors, int rows) {
-  Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-  consumer.tile(x, y, xo, yo, xi, yi, s.vector_width * vectors, rows, TailStrategy::RoundUp)
-      .vectorize(xi, s.vector_width)
-      .unroll(yi);
-  product.compute_at(consumer, xo).vectorize(x, s.vector_width).unroll(x).unroll(y);
-  product.update().reorder(x, y, r).vectorize(x, s.vector_width).unroll(x).unroll(y);
+  schedules::register_tile(consumer, product, x, y, {r}, s.vector_width, vectors, rows, Var("xo"),
+                           Var("yo"), y);
 }
 
 // Splits the output into query tiles and places the scaled Q copy; returns
@@ -102,7 +94,7 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
 }
 
-void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
+LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
   LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
   const RVar rb = f.over_blocks.x;
@@ -119,14 +111,16 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
                        f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
+  return tile;
 }
 
-void schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
+LoopLevel schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
   FusedFuncs& f = p.fused;
   LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
   SoftmaxStages stages{f.logits, f.scores, f.row_max, f.probs,       f.row_sum,
                        f.pv,     f.pv_sum, p.vars.j,  f.over_keys.x, f.over_dim.x};
   schedule_softmax_stages(s, stages, tile, p, head_dim);
+  return tile;
 }
 
 // Runs the head and batch loops of one stage in parallel as the schedule lists.
@@ -173,18 +167,17 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p) {
 
 }  // namespace
 
-void apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim) {
+LoopLevel apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim) {
   switch (schedule.form) {
     case Form::materialized:
       schedule_materialized(schedule, pipeline);
       break;
     case Form::fused:
-      schedule_fused(schedule, pipeline, head_dim);
-      break;
+      return schedule_fused(schedule, pipeline, head_dim);
     case Form::online:
-      schedule_online(schedule, pipeline, head_dim);
-      break;
+      return schedule_online(schedule, pipeline, head_dim);
   }
+  return LoopLevel::root();
 }
 
 }  // namespace attnforge::schedules

@@ -9,6 +9,8 @@
 namespace attnforge::schedules {
 
 // The schedule must already have passed validate() for this spec and target.
-void apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim);
+// Returns the loop over query tiles where a tile's work is computed (root for
+// the materialized form), so a producer of q can be placed there too.
+Halide::LoopLevel apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim);
 
 }  // namespace attnforge::schedules

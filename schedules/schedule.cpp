@@ -68,15 +68,20 @@ std::string to_string(StoreLevel level) {
 }
 
 const std::vector<IntKnob>& int_knobs() {
-  static const std::vector<IntKnob> knobs = {{"query_tile", &Schedule::query_tile},
-                                             {"key_block", &Schedule::key_block},
-                                             {"vector_width", &Schedule::vector_width},
-                                             {"unroll", &Schedule::unroll},
-                                             {"register_rows", &Schedule::register_rows},
-                                             {"register_vectors", &Schedule::register_vectors},
-                                             {"kv_splits", &Schedule::kv_splits},
-                                             {"pv_rows", &Schedule::pv_rows, true},
-                                             {"pv_vectors", &Schedule::pv_vectors, true}};
+  static const std::vector<IntKnob> knobs = {
+      {"query_tile", &Schedule::query_tile},
+      {"key_block", &Schedule::key_block},
+      {"vector_width", &Schedule::vector_width},
+      {"unroll", &Schedule::unroll},
+      {"register_rows", &Schedule::register_rows},
+      {"register_vectors", &Schedule::register_vectors},
+      {"kv_splits", &Schedule::kv_splits},
+      {"pv_rows", &Schedule::pv_rows, true},
+      {"pv_vectors", &Schedule::pv_vectors, true},
+      {"projection_vectors", &Schedule::projection_vectors, true, true},
+      {"projection_rows", &Schedule::projection_rows, true, true},
+      {"projection_block", &Schedule::projection_block, true, true},
+      {"projection_fuse_q", &Schedule::projection_fuse_q, true, true}};
   return knobs;
 }
 
@@ -133,10 +138,13 @@ Schedule canonical(Schedule s) {
   };
   if (s.form == Form::materialized) {
     for (const IntKnob& knob : int_knobs()) {
-      if (std::string(knob.name) != "vector_width") s.*knob.member = defaults.*knob.member;
+      if (std::string(knob.name) != "vector_width" && !knob.projection) {
+        s.*knob.member = defaults.*knob.member;
+      }
     }
     s.intermediates = defaults.intermediates;
     s.skip_masked_blocks = defaults.skip_masked_blocks;
+    s.projection_fuse_q = defaults.projection_fuse_q;  // no query tiles to fuse into
     drop(ParallelLoop::query_tiles);
   }
   if (s.form == Form::fused) s.key_block = defaults.key_block;

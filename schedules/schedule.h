@@ -49,6 +49,14 @@ struct Schedule {
   StoreLevel intermediates = StoreLevel::tile;
   bool skip_masked_blocks = true;  // skip key blocks a whole query tile cannot see
 
+  // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
+  // vectors x rows, row blocks kept in cache while every weight column passes,
+  // and whether Q is projected per query tile, where the attention reads it.
+  int projection_vectors = 0;
+  int projection_rows = 0;
+  int projection_block = 0;
+  int projection_fuse_q = 0;
+
   nlohmann::json to_json() const;
   // Throws ScheduleError naming the first unknown or ill-typed field.
   static Schedule from_json(const nlohmann::json& json);
@@ -62,7 +70,8 @@ struct IntKnob {
   const char* name;
   int Schedule::*member;
   bool omitted_when_zero =
-      false;  // written to JSON only when set, so older records keep their keys
+      false;                // written to JSON only when set, so older records keep their keys
+  bool projection = false;  // a layer's projection knob, not the attention's
 };
 const std::vector<IntKnob>& int_knobs();
 

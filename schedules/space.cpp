@@ -123,6 +123,11 @@ int native_vector_width(const Halide::Target& target) {
 
 std::optional<ScheduleError> check(const Schedule& s, const AttentionSpec& spec,
                                    const Halide::Target& target) {
+  for (const IntKnob& knob : int_knobs()) {
+    if (knob.projection && s.*knob.member != 0) {
+      return ScheduleError(knob.name, "only a layer's schedule has projection knobs");
+    }
+  }
   if (auto misfit = check_target(s, target)) return misfit;
   if (auto misfit = check_splits(s)) return misfit;
   if (s.form == Form::materialized) return std::nullopt;

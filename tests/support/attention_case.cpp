@@ -24,6 +24,8 @@ void fill_uniform(HostTensor& tensor, std::mt19937& rng, double magnitude) {
         for (int x0 = 0; x0 < e[0]; ++x0) tensor.set({x0, x1, x2, x3}, dist(rng));
 }
 
+}  // namespace
+
 Comparison compare_values(const std::vector<double>& actual, const std::vector<double>& expected,
                           Tolerance tol, const char* what) {
   Comparison c;
@@ -45,8 +47,6 @@ Comparison compare_values(const std::vector<double>& actual, const std::vector<d
   }
   return c;
 }
-
-}  // namespace
 
 Tolerance tolerance_for(DType dtype) {
   switch (dtype) {

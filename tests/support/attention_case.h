@@ -45,6 +45,10 @@ struct Comparison {
   std::string first_failure;
 };
 
+// Compares element by element; the first failure names `what` and the index.
+Comparison compare_values(const std::vector<double>& actual, const std::vector<double>& expected,
+                          Tolerance tolerance, const char* what);
+
 class AttentionCase {
  public:
   AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options = {});

@@ -1,0 +1,57 @@
+#include "jit_compile.h"
+
+namespace attnforge {
+
+namespace {
+
+// The JIT path of a Generator ignores an autoscheduler in its context, so the
+// pipeline is autoscheduled here and compiled with the Generator's inputs in
+// their declared order (outputs follow, as in the AOT calling convention).
+Halide::Callable autoscheduled(Halide::Internal::AbstractGenerator& generator,
+                               const Halide::Target& target,
+                               const Halide::AutoschedulerParams& autoscheduler) {
+  Halide::Pipeline pipeline = generator.build_pipeline();
+  pipeline.apply_autoscheduler(target, autoscheduler);
+  std::vector<Halide::Argument> inferred = pipeline.infer_arguments();
+  std::vector<Halide::Argument> ordered;
+  for (const auto& info : generator.arginfos()) {
+    if (info.dir != Halide::Internal::ArgInfoDirection::Input) continue;
+    for (const Halide::Argument& argument : inferred) {
+      if (argument.name == info.name) ordered.push_back(argument);
+    }
+  }
+  return pipeline.compile_to_callable(ordered, target);
+}
+
+}  // namespace
+
+Halide::Callable compile_generator(const std::string& name, const std::string& label,
+                                   const Halide::Target& target,
+                                   const std::map<std::string, std::string>& params,
+                                   const Halide::AutoschedulerParams& autoscheduler) {
+  try {
+    auto generator =
+        Halide::Internal::GeneratorRegistry::create(name, Halide::GeneratorContext(target));
+    for (const auto& [param, value] : params) generator->set_generatorparam_value(param, value);
+    if (autoscheduler.name.empty()) return generator->compile_to_callable();
+    return autoscheduled(*generator, target, autoscheduler);
+  } catch (const Halide::Error& error) {
+    throw KernelError("compiling " + label + ": " + error.what());
+  }
+}
+
+void call_jit(const Halide::Callable& callable, KernelArgv& argv, const std::string& label) {
+  Halide::JITUserContext context;
+  Halide::JITUserContext* context_ptr = &context;
+  int status = 0;
+  try {
+    status = callable.call_argv_fast(argv.size() + 1, argv.with_context(&context_ptr));
+  } catch (const Halide::Error& error) {
+    throw KernelError(label + ": " + error.what());
+  }
+  if (status != 0) {
+    throw KernelError(label + ": kernel failed with Halide error " + std::to_string(status));
+  }
+}
+
+}  // namespace attnforge

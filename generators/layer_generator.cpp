@@ -1,0 +1,221 @@
+// The multi-head attention layer Generator. GeneratorParams: the layer spec's
+// canonical string and the schedule ("naive", a preset name or schedule JSON;
+// unset projection knobs take the target's defaults). Arguments, in order:
+// self-attention: x, w_qkv, [b_qkv]; cross-attention: x_q, x_kv, w_q, w_k,
+// w_v, [b_q, b_k, b_v]; then w_o, [b_o], [key_lengths], [bias],
+// [alibi_slopes], scale. Outputs: out, [weights].
+#include <Halide.h>
+
+#include "layer_spec.h"
+#include "schedules/apply_layer_x86.h"
+#include "schedules/layer_schedule.h"
+#include "schedules/presets.h"
+#include "schedules/schedule_choice.h"
+
+namespace attnforge {
+namespace {
+
+using Halide::Buffer;
+using Halide::Expr;
+using Halide::GeneratorInput;
+using Halide::GeneratorOutput;
+using Halide::GeneratorParam;
+
+using FloatInput = GeneratorInput<Buffer<float>>;
+
+class LayerGenerator : public Halide::Generator<LayerGenerator> {
+ public:
+  GeneratorParam<std::string> spec{"spec", "self.dm64.full.mha1.d64.f32"};
+  GeneratorParam<std::string> schedule{"schedule", "naive"};
+  // The shape the pipeline's estimates describe.
+  GeneratorParam<int> estimate_batch{"estimate_batch", 1};
+  GeneratorParam<int> estimate_q_len{"estimate_q_len", 2048};
+  GeneratorParam<int> estimate_kv_len{"estimate_kv_len", 2048};
+
+  void configure() {
+    spec_ = LayerSpec::parse(std::string(spec));
+    if (get_target().has_gpu_feature()) {
+      throw SpecError("target", "the layer is built for CPUs; '" + get_target().to_string() +
+                                    "' has a GPU feature");
+    }
+    const bool bias = spec_.projection_bias;
+    if (spec_.self_attention) {
+      x_q_ = add_input<Buffer<float>>("x", 3);
+      w_qkv_ = add_input<Buffer<float>>("w_qkv", 2);
+      if (bias) b_qkv_ = add_input<Buffer<float>>("b_qkv", 1);
+    } else {
+      x_q_ = add_input<Buffer<float>>("x_q", 3);
+      x_kv_ = add_input<Buffer<float>>("x_kv", 3);
+      w_q_ = add_input<Buffer<float>>("w_q", 2);
+      w_k_ = add_input<Buffer<float>>("w_k", 2);
+      w_v_ = add_input<Buffer<float>>("w_v", 2);
+      if (bias) {
+        b_q_ = add_input<Buffer<float>>("b_q", 1);
+        b_k_ = add_input<Buffer<float>>("b_k", 1);
+        b_v_ = add_input<Buffer<float>>("b_v", 1);
+      }
+    }
+    w_o_ = add_input<Buffer<float>>("w_o", 2);
+    if (bias) b_o_ = add_input<Buffer<float>>("b_o", 1);
+    const AttentionSpec& a = spec_.attention;
+    if (a.key_padding) key_lengths_ = add_input<Buffer<int32_t>>("key_lengths", 1);
+    if (a.bias == BiasKind::tensor) attn_bias_ = add_input<Buffer<float>>("bias", 4);
+    if (a.bias == BiasKind::alibi) alibi_slopes_ = add_input<Buffer<float>>("alibi_slopes", 1);
+    scale_ = add_input<float>("scale");
+    out_ = add_output<Buffer<float>>("out", 3);
+    if (spec_.weights == LayerWeights::per_head) weights_ = add_output<Buffer<float>>("weights", 4);
+    if (spec_.weights == LayerWeights::averaged) weights_ = add_output<Buffer<float>>("weights", 3);
+  }
+
+  void generate() {
+    constrain_shapes();
+    LayerInputs in = inputs();
+    const std::string choice = schedule;
+    schedules::Schedule chosen;
+    if (choice == "naive") {
+      chosen.form = schedules::Form::materialized;
+    } else {
+      chosen =
+          schedules::with_projection_defaults(schedules::resolve_schedule(choice), get_target());
+      schedules::validate_layer(chosen, spec_, get_target());
+    }
+    schedules::LayerPipeline p = schedules::build_layer_pipeline(spec_, in, chosen);
+    define_outputs(p);
+    set_estimates();
+    if (choice == "naive") {
+      schedules::apply_layer_naive(p, get_target());
+    } else {
+      schedules::apply_layer_x86(chosen, p, spec_);
+    }
+  }
+
+ private:
+  LayerInputs inputs() const {
+    LayerInputs in;
+    in.x_q = *x_q_;
+    in.x_kv = x_kv_ ? Halide::Func(*x_kv_) : in.x_q;
+    in.q_len = x_q_->dim(1).extent();
+    // Self-attention's key count is its query count, hidden from the
+    // simplifier: tile bounds that mix the two stay constant, as in the
+    // attention Generator, where they are separate symbols.
+    in.kv_len = x_kv_ ? x_kv_->dim(1).extent()
+                      : Halide::unsafe_promise_clamped(in.q_len, 1, Halide::Int(32).max());
+    auto func = [](FloatInput* input) { return input ? Halide::Func(*input) : Halide::Func(); };
+    in.w_qkv = func(w_qkv_);
+    in.b_qkv = func(b_qkv_);
+    in.w_q = func(w_q_);
+    in.w_k = func(w_k_);
+    in.w_v = func(w_v_);
+    in.b_q = func(b_q_);
+    in.b_k = func(b_k_);
+    in.b_v = func(b_v_);
+    in.w_o = *w_o_;
+    in.b_o = func(b_o_);
+    in.attention.scale = *scale_;
+    if (key_lengths_) in.attention.key_lengths = *key_lengths_;
+    if (attn_bias_) in.attention.bias = *attn_bias_;
+    if (alibi_slopes_) in.attention.alibi_slopes = *alibi_slopes_;
+    return in;
+  }
+
+  // The Outputs read the pipeline's stages and take their place as the stages
+  // the schedule treats as outputs.
+  void define_outputs(schedules::LayerPipeline& p) {
+    const AttentionVars& v = p.attention.vars;
+    const Halide::Var m = p.output_projection.m;
+    (*out_)(m, v.i, v.b) = p.output_projection.output(m, v.i, v.b);
+    p.output = *out_;
+    if (spec_.weights == LayerWeights::per_head) {
+      (*weights_)(v.j, v.i, v.h, v.b) = p.attention.weights(v.j, v.i, v.h, v.b);
+      p.attention.weights = *weights_;
+      p.weights = *weights_;
+    } else if (spec_.weights == LayerWeights::averaged) {
+      Halide::Func average = average_over_heads(spec_, p.attention.weights, v);
+      (*weights_)(v.j, v.i, v.b) = average(v.j, v.i, v.b);
+      p.weights = *weights_;
+    }
+  }
+
+  // Activations (feature, position, batch), weights (out, in); every min is 0.
+  void constrain_shapes() {
+    const int dm = spec_.d_model, H = spec_.attention.heads, D = spec_.head_dim();
+    const int kv_features = spec_.attention.kv_heads * D;
+    Expr batch = x_q_->dim(2).extent();
+    Expr q_len = x_q_->dim(1).extent();
+    Expr kv_len = x_kv_ ? x_kv_->dim(1).extent() : q_len;
+    auto constrain = [](auto* buffer, std::vector<Expr> extents) {
+      if (!buffer) return;
+      for (size_t dim = 0; dim < extents.size(); ++dim) {
+        buffer->dim(dim).set_min(0);
+        if (extents[dim].defined()) buffer->dim(dim).set_extent(extents[dim]);
+      }
+    };
+    constrain(x_q_, {dm, Expr(), Expr()});
+    constrain(x_kv_, {dm, Expr(), batch});
+    constrain(w_qkv_, {spec_.qkv_features(), dm});
+    constrain(b_qkv_, {spec_.qkv_features()});
+    constrain(w_q_, {H * D, dm});
+    constrain(w_k_, {kv_features, dm});
+    constrain(w_v_, {kv_features, dm});
+    constrain(b_q_, {H * D});
+    constrain(b_k_, {kv_features});
+    constrain(b_v_, {kv_features});
+    constrain(w_o_, {dm, H * D});
+    constrain(b_o_, {dm});
+    constrain(key_lengths_, {batch});
+    constrain(attn_bias_, {kv_len, q_len, H, batch});
+    constrain(alibi_slopes_, {H});
+    constrain(out_, {dm, q_len, batch});
+    if (spec_.weights == LayerWeights::per_head) constrain(weights_, {kv_len, q_len, H, batch});
+    if (spec_.weights == LayerWeights::averaged) constrain(weights_, {kv_len, q_len, batch});
+  }
+
+  void set_estimates() {
+    const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
+    const int dm = spec_.d_model, H = spec_.attention.heads, D = spec_.head_dim();
+    const int kv_features = spec_.attention.kv_heads * D;
+    auto estimate = [](auto* buffer, std::vector<int> extents) {
+      if (!buffer) return;
+      Halide::Region region;
+      for (int extent : extents) region.push_back({0, extent});
+      buffer->set_estimates(region);
+    };
+    estimate(x_q_, {dm, Lq, B});
+    estimate(x_kv_, {dm, Lk, B});
+    estimate(w_qkv_, {spec_.qkv_features(), dm});
+    estimate(b_qkv_, {spec_.qkv_features()});
+    estimate(w_q_, {H * D, dm});
+    estimate(w_k_, {kv_features, dm});
+    estimate(w_v_, {kv_features, dm});
+    estimate(b_q_, {H * D});
+    estimate(b_k_, {kv_features});
+    estimate(b_v_, {kv_features});
+    estimate(w_o_, {dm, H * D});
+    estimate(b_o_, {dm});
+    estimate(key_lengths_, {B});
+    estimate(attn_bias_, {Lk, Lq, H, B});
+    estimate(alibi_slopes_, {H});
+    estimate(out_, {dm, Lq, B});
+    if (spec_.weights == LayerWeights::per_head) estimate(weights_, {Lk, Lq, H, B});
+    if (spec_.weights == LayerWeights::averaged) estimate(weights_, {Lk, Lq, B});
+    scale_->set_estimate(default_scale(D));
+  }
+
+  LayerSpec spec_;
+  FloatInput *x_q_ = nullptr, *x_kv_ = nullptr;
+  FloatInput *w_qkv_ = nullptr, *b_qkv_ = nullptr;
+  FloatInput *w_q_ = nullptr, *w_k_ = nullptr, *w_v_ = nullptr;
+  FloatInput *b_q_ = nullptr, *b_k_ = nullptr, *b_v_ = nullptr;
+  FloatInput *w_o_ = nullptr, *b_o_ = nullptr;
+  GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
+  FloatInput* attn_bias_ = nullptr;
+  FloatInput* alibi_slopes_ = nullptr;
+  GeneratorInput<float>* scale_ = nullptr;
+  GeneratorOutput<Buffer<float>>* out_ = nullptr;
+  GeneratorOutput<Buffer<float>>* weights_ = nullptr;
+};
+
+}  // namespace
+}  // namespace attnforge
+
+HALIDE_REGISTER_GENERATOR(attnforge::LayerGenerator, mha_layer)
