@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "bench/layer_inputs.h"
 #include "emit/subprocess.h"
 
 namespace attnforge::bench {
@@ -20,6 +21,32 @@ void write_floats(const fs::path& path, const float* data, size_t count) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(data),
              static_cast<std::streamsize>(count * sizeof(float)));
+}
+
+// A fresh folder for one peer's files, or empty.
+fs::path make_temp_dir() {
+  char name[] = "/tmp/attnforge_torch_XXXXXX";
+  return ::mkdtemp(name) ? fs::path(name) : fs::path();
+}
+
+// Runs `command`, reads `dir`/result.json into a result and removes `dir`.
+TorchResult run_script(const std::vector<std::string>& command, const fs::path& dir) {
+  TorchResult result;
+  const int status = run_program(command);
+  std::ifstream in(dir / "result.json");
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  fs::remove_all(dir);
+  if (status != 0 || json.is_discarded() || !json.is_object()) {
+    result.error =
+        fmt::format("{} failed (exit {})", fs::path(command[1]).filename().string(), status);
+    return result;
+  }
+  result.timing.median_ms = json.value("ms_median", 0.0);
+  result.timing.min_ms = json.value("ms_min", 0.0);
+  result.timing.max_ms = json.value("ms_max", 0.0);
+  result.timing.repeats = json.value("repeats", 0);
+  result.max_abs_diff = json.value("max_abs_diff", 1e30);
+  return result;
 }
 
 }  // namespace
@@ -41,12 +68,11 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
     result.error = "the torch peer runs f32 causal or unmasked attention only";
     return result;
   }
-  char name[] = "/tmp/attnforge_torch_XXXXXX";
-  if (!::mkdtemp(name)) {
+  const fs::path dir = make_temp_dir();
+  if (dir.empty()) {
     result.error = "cannot create a temporary folder";
     return result;
   }
-  const fs::path dir = name;
   write_floats(dir / "q.bin", inputs.q.data(), inputs.q.number_of_elements());
   write_floats(dir / "k.bin", inputs.k.data(), inputs.k.number_of_elements());
   write_floats(dir / "v.bin", inputs.v.data(), inputs.v.number_of_elements());
@@ -54,26 +80,48 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
   const std::string mask = spec.mask == PositionMask::none             ? "none"
                            : spec.alignment == Alignment::bottom_right ? "causal_bottom_right"
                                                                        : "causal_top_left";
-  const int status =
-      run_program({python, ATTNFORGE_TORCH_SCRIPT, "--dir", dir.string(), "--shape",
-                   fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len, shape.kv_len,
-                               spec.head_dim),
-                   "--kv-heads", std::to_string(spec.kv_heads), "--mask", mask, "--scale",
-                   fmt::format("{:.9g}", inputs.args.scale), "--threads", std::to_string(threads),
-                   "--min-time", fmt::format("{}", min_seconds)});
-  std::ifstream in(dir / "result.json");
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  fs::remove_all(dir);
-  if (status != 0 || json.is_discarded() || !json.is_object()) {
-    result.error = fmt::format("torch_sdpa.py failed (exit {})", status);
+  return run_script({python, ATTNFORGE_TORCH_SCRIPT, "--dir", dir.string(), "--shape",
+                     fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len,
+                                 shape.kv_len, spec.head_dim),
+                     "--kv-heads", std::to_string(spec.kv_heads), "--mask", mask, "--scale",
+                     fmt::format("{:.9g}", inputs.args.scale), "--threads", std::to_string(threads),
+                     "--min-time", fmt::format("{}", min_seconds)},
+                    dir);
+}
+
+TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
+                          int threads, const LayerInputs& inputs, double min_seconds) {
+  TorchResult result;
+  const AttentionSpec& a = spec.attention;
+  if (a.heads != a.kv_heads || (a.mask != PositionMask::none && a.mask != PositionMask::causal) ||
+      a.alignment != Alignment::top_left || a.bias != BiasKind::none || a.key_padding) {
+    result.error = "torch.nn.MultiheadAttention runs MHA with no mask or a causal one only";
     return result;
   }
-  result.timing.median_ms = json.value("ms_median", 0.0);
-  result.timing.min_ms = json.value("ms_min", 0.0);
-  result.timing.max_ms = json.value("ms_max", 0.0);
-  result.timing.repeats = json.value("repeats", 0);
-  result.max_abs_diff = json.value("max_abs_diff", 1e30);
-  return result;
+  const fs::path dir = make_temp_dir();
+  if (dir.empty()) {
+    result.error = "cannot create a temporary folder";
+    return result;
+  }
+  for (const auto& [name, tensor] :
+       {std::pair<const char*, const LayerInputs::Tensor*>{"x.bin", &inputs.x},
+        {"w_qkv.bin", &inputs.w_qkv},
+        {"b_qkv.bin", &inputs.b_qkv},
+        {"w_o.bin", &inputs.w_o},
+        {"b_o.bin", &inputs.b_o},
+        {"expected.bin", &inputs.expected}}) {
+    write_floats(dir / name, tensor->data(), tensor->number_of_elements());
+  }
+  std::vector<std::string> command = {
+      python,       ATTNFORGE_TORCH_MHA_SCRIPT,
+      "--dir",      dir.string(),
+      "--shape",    fmt::format("{}x{}x{}", batch, len, spec.d_model),
+      "--heads",    std::to_string(a.heads),
+      "--mask",     a.mask == PositionMask::causal ? "causal" : "none",
+      "--threads",  std::to_string(threads),
+      "--min-time", fmt::format("{}", std::max(0.0, min_seconds))};
+  if (min_seconds < 0) command.push_back("--check-only");
+  return run_script(command, dir);
 }
 
 }  // namespace attnforge::bench

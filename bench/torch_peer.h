@@ -8,8 +8,11 @@
 #include "bench/bench_inputs.h"
 #include "bench/timing.h"
 #include "generators/attention_spec.h"
+#include "generators/layer_spec.h"
 
 namespace attnforge::bench {
+
+struct LayerInputs;
 
 struct TorchResult {
   Timing timing;
@@ -22,5 +25,11 @@ bool python_has_torch(const std::string& python);
 
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
                            int threads, const BenchInputs& inputs, double min_seconds);
+
+// torch.nn.MultiheadAttention in eval mode (bench/torch_mha.py) on the
+// inputs' self-attention layer, checked against inputs.expected; timed unless
+// min_seconds is negative. Runs MHA with no mask or a causal one only.
+TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
+                          int threads, const LayerInputs& inputs, double min_seconds);
 
 }  // namespace attnforge::bench

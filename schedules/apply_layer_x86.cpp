@@ -39,6 +39,7 @@ void schedule_gemm_root(const Schedule& s, Func out, Func sum, Var x, Var y, con
   } else {
     out.reorder(xi, yi, yo, xo, yb, batch);
   }
+  sum.compute_at(out, yo);  // the register tile: yo is now the innermost tile loop
   out.fuse(yb, batch, tasks).parallel(tasks);
 }
 

@@ -27,9 +27,9 @@ Schedule attention_part(Schedule s) {
 
 Schedule with_projection_defaults(Schedule s, const Halide::Target& target) {
   const bool wide = native_vector_width(target) == 16;
-  if (s.projection_vectors == 0) s.projection_vectors = wide ? 2 : 2;
+  if (s.projection_vectors == 0) s.projection_vectors = 2;
   if (s.projection_rows == 0) s.projection_rows = wide ? 12 : 6;
-  if (s.projection_block == 0) s.projection_block = s.projection_rows * 16;
+  if (s.projection_block == 0) s.projection_block = s.projection_rows * 4;
   return s;
 }
 

@@ -4,10 +4,10 @@
 // scaled_dot_product_attention. Rows as bench_schedules writes them.
 #include <fmt/format.h>
 
-#include "autotune/database.h"
 #include "bench/bench_rows.h"
 #include "bench/schedule_bench.h"
 #include "bench/torch_peer.h"
+#include "bench/tuned_schedules.h"
 #include "commands.h"
 
 namespace attnforge::cli {
@@ -22,23 +22,6 @@ struct BenchArgs {
   bool no_autoschedulers = false, no_presets = false;
 };
 
-// The fastest correct schedule per spec and shape bucket tuned on this machine's target.
-std::map<std::string, std::map<std::string, std::string>> tuned_schedules(const std::string& path) {
-  std::map<std::string, std::map<std::string, std::string>> tuned;
-  std::map<std::pair<std::string, std::string>, double> fastest;
-  const std::string host = Halide::get_host_target().to_string();
-  const autotune::Database database(path);
-  for (const autotune::Record& r : database.records()) {
-    if (r.status != autotune::Status::ok || !r.schedule.is_object() || r.target != host) continue;
-    auto key = std::make_pair(r.spec, r.bucket);
-    auto found = fastest.find(key);
-    if (found != fastest.end() && found->second <= r.ms_median) continue;
-    fastest[key] = r.ms_median;
-    tuned[r.spec][r.bucket] = r.schedule.dump();
-  }
-  return tuned;
-}
-
 int run_bench(const BenchArgs& args) {
   bench::BenchOptions options;
   options.threads = args.threads;
@@ -49,7 +32,7 @@ int run_bench(const BenchArgs& args) {
   if (!args.db.empty()) {
     if (!std::filesystem::exists(args.db))
       throw std::invalid_argument("--db: " + args.db + " does not exist");
-    options.tuned = tuned_schedules(args.db);
+    options.tuned = bench::tuned_schedules(args.db);
   }
   if (args.torch == "auto") {
     if (bench::python_has_torch(ATTNFORGE_PYTHON))

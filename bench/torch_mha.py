@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Runs torch.nn.MultiheadAttention (batch_first, eval mode, no weights
+returned) on a self-attention layer written by attnforge as raw f32 files:
+x [B, L, d_model], w_qkv [d_model, 3 d_model] (y = x W), b_qkv, w_o
+[d_model, d_model], b_o, and expected [B, L, d_model]. Checks its output
+against expected and, unless --check-only, times it as torch_sdpa.py does;
+writes result.json next to the inputs."""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--dir", required=True)
+    p.add_argument("--shape", required=True, help="BxLxDMODEL")
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--mask", choices=["none", "causal"], required=True)
+    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--min-time", type=float, default=0.5)
+    p.add_argument("--check-only", action="store_true")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    b, length, dm = (int(x) for x in a.shape.split("x"))
+
+    def load(name, *shape):
+        data = np.fromfile(os.path.join(a.dir, name), dtype=np.float32)
+        return torch.from_numpy(data.reshape(*shape))
+
+    x = load("x.bin", b, length, dm)
+    expected = load("expected.bin", b, length, dm)
+    mha = torch.nn.MultiheadAttention(dm, a.heads, bias=True, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(load("w_qkv.bin", dm, 3 * dm).t())
+        mha.in_proj_bias.copy_(load("b_qkv.bin", 3 * dm))
+        mha.out_proj.weight.copy_(load("w_o.bin", dm, dm).t())
+        mha.out_proj.bias.copy_(load("b_o.bin", dm))
+    mha.eval()
+    mask = None
+    if a.mask == "causal":
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(length)
+
+    def run():
+        with torch.inference_mode():
+            return mha(x, x, x, need_weights=False, attn_mask=mask,
+                       is_causal=mask is not None)[0]
+
+    out = run()
+    diff = float((out - expected).abs().max())
+    times = []
+    total = 0.0
+    while not a.check_only and len(times) < 50:
+        start = time.perf_counter()
+        run()
+        ms = (time.perf_counter() - start) * 1e3
+        times.append(ms)
+        total += ms / 1e3
+        s = sorted(times)
+        if len(s) >= 3 and total >= a.min_time and s[2] <= s[0] * 1.03:
+            break
+    s = sorted(times) or [0.0]
+    result = {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1],
+              "repeats": len(times), "max_abs_diff": diff, "torch": torch.__version__}
+    with open(os.path.join(a.dir, "result.json"), "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+// The winners of a tuning database, as the benchmarks run them.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace attnforge::bench {
+
+// The fastest correct schedule JSON per spec and shape bucket tuned for this
+// machine's target (attention and layer specs alike).
+std::map<std::string, std::map<std::string, std::string>> tuned_schedules(const std::string& path);
+
+}  // namespace attnforge::bench
