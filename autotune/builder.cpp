@@ -13,6 +13,23 @@ std::map<std::string, std::string> generator_params(const Candidate& candidate) 
   return params;
 }
 
+// Runs `compile`, turning what the candidate is into a status: a schedule
+// that does not fit is invalid, any other error a failed compile.
+template <typename Build, typename Compile>
+Build contained_build(Compile compile) {
+  Build build;
+  try {
+    build.kernel = compile();
+  } catch (const schedules::ScheduleError& error) {
+    build.status = Status::invalid;
+    build.detail = error.what();
+  } catch (const std::exception& error) {
+    build.status = Status::compile_failed;
+    build.detail = error.what();
+  }
+  return build;
+}
+
 }  // namespace
 
 std::vector<HalideAutoscheduler> x86_autoschedulers(int threads) {
@@ -37,22 +54,22 @@ Candidate autoscheduled_candidate(const AttentionSpec& spec, const Halide::Targe
 }
 
 JitBuild build_jit(const Candidate& candidate) {
-  JitBuild build;
-  try {
+  return contained_build<JitBuild>([&] {
     if (!candidate.autoscheduler_plugin.empty())
       Halide::load_plugin(candidate.autoscheduler_plugin);
     std::map<std::string, std::string> params = generator_params(candidate);
     params.erase("spec");
-    build.kernel = std::make_unique<JitAttention>(candidate.spec, candidate.target, params,
-                                                  candidate.autoscheduler);
-  } catch (const schedules::ScheduleError& error) {
-    build.status = Status::invalid;
-    build.detail = error.what();
-  } catch (const std::exception& error) {
-    build.status = Status::compile_failed;
-    build.detail = error.what();
-  }
-  return build;
+    return std::make_unique<JitAttention>(candidate.spec, candidate.target, params,
+                                          candidate.autoscheduler);
+  });
+}
+
+JitLayerBuild build_jit_layer(const LayerSpec& spec, const Halide::Target& target,
+                              const std::string& schedule) {
+  return contained_build<JitLayerBuild>([&] {
+    return std::make_unique<JitLayer>(spec, target,
+                                      std::map<std::string, std::string>{{"schedule", schedule}});
+  });
 }
 
 AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,

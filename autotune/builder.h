@@ -13,6 +13,7 @@
 
 #include "generators/attention_spec.h"
 #include "generators/jit_attention.h"
+#include "generators/jit_layer.h"
 #include "record.h"
 
 namespace attnforge::autotune {
@@ -47,6 +48,17 @@ struct JitBuild {
 
 // Never throws for what the candidate is: a misfit or compile error is a status.
 JitBuild build_jit(const Candidate& candidate);
+
+struct JitLayerBuild {
+  std::unique_ptr<JitLayer> kernel;  // null unless status is ok
+  Status status = Status::ok;
+  std::string detail;
+};
+
+// The layer under `schedule` ("naive", a preset name or schedule JSON); never
+// throws for a misfit or compile error.
+JitLayerBuild build_jit_layer(const LayerSpec& spec, const Halide::Target& target,
+                              const std::string& schedule);
 
 enum class AotOutput { static_library, object };
 

@@ -7,6 +7,8 @@
 #include "builder.h"
 #include "checker.h"
 #include "generators/shape_bucket.h"
+#include "layer_tuning_inputs.h"
+#include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "strategies/strategy.h"
@@ -23,6 +25,36 @@ std::string halide_version() {
          std::to_string(HALIDE_VERSION_PATCH);
 }
 
+// A compiled kernel and its inputs, ready to run in a measuring child.
+struct ReadyKernel {
+  Status status = Status::ok;  // of the build; run and the rest are set only when ok
+  std::string detail;
+  std::function<void()> run;
+  std::function<std::vector<float>()> output;
+  std::function<void()> clear_output;
+};
+
+template <typename Kernel, typename Inputs>
+ReadyKernel ready(std::unique_ptr<Kernel> built, std::shared_ptr<Inputs> inputs) {
+  std::shared_ptr<Kernel> kernel = std::move(built);
+  return {Status::ok, "", [kernel, inputs] { kernel->run(inputs->arguments()); },
+          [inputs] { return inputs->output(); }, [inputs] { inputs->clear_output(); }};
+}
+
+ReadyKernel ready_attention(JitBuild build, const TuneOptions& o) {
+  if (build.status != Status::ok) return {build.status, build.detail};
+  return ready(std::move(build.kernel), std::make_shared<TuningInputs>(o.spec, o.shape, o.seed));
+}
+
+// The run's attention or layer under `schedule` ("naive", a preset name or JSON).
+ReadyKernel ready_kernel(const TuneOptions& o, const std::string& schedule) {
+  if (!o.layer) return ready_attention(build_jit({o.spec, o.target, schedule}), o);
+  JitLayerBuild build = build_jit_layer(*o.layer, o.target, schedule);
+  if (build.status != Status::ok) return {build.status, build.detail};
+  return ready(std::move(build.kernel),
+               std::make_shared<LayerTuningInputs>(*o.layer, o.shape, o.seed));
+}
+
 // What every measuring child does: compile, run once and check, then time.
 class Measurement {
  public:
@@ -32,51 +64,49 @@ class Measurement {
   // The naive baseline: writes the reference output, and times it when asked.
   Job baseline(bool timed) const {
     return [this, timed](MeasurementGate& gate) {
-      JitBuild build = build_jit({options_.spec, options_.target, "naive"});
-      if (build.status != Status::ok) return Outcome{build.status, 0, 0, 0, build.detail};
-      const JitAttention& kernel = *build.kernel;
-      TuningInputs inputs(options_.spec, options_.shape, options_.seed);
+      ReadyKernel kernel = ready_kernel(options_, "naive");
+      if (kernel.status != Status::ok) return Outcome{kernel.status, 0, 0, 0, kernel.detail};
       gate.enter();
       JitAttention::set_num_threads(options_.threads);
-      kernel.run(inputs.arguments());
-      std::vector<float> out = inputs.output();
+      kernel.run();
+      std::vector<float> out = kernel.output();
       std::ofstream(expected_path_, std::ios::binary)
           .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
       if (!timed) return Outcome{};
-      return time_runs([&] { kernel.run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+      return time_runs(kernel.run, options_.min_measure_seconds, 30);
     };
   }
 
   // Halide's own autoscheduler on the same algorithm, as a competitor.
   Job autoscheduled(const HalideAutoscheduler& autoscheduler) const {
     return [this, autoscheduler](MeasurementGate& gate) {
-      return check_and_time(build_jit(autoscheduled_candidate(
-                                options_.spec, options_.target, autoscheduler, options_.shape.batch,
-                                options_.shape.q_len, options_.shape.kv_len)),
-                            gate);
+      return check_and_time(
+          ready_attention(build_jit(autoscheduled_candidate(
+                              options_.spec, options_.target, autoscheduler, options_.shape.batch,
+                              options_.shape.q_len, options_.shape.kv_len)),
+                          options_),
+          gate);
     };
   }
 
   Job candidate(const Schedule& schedule) const {
     std::string json = schedule.to_json().dump();
     return [this, json](MeasurementGate& gate) {
-      return check_and_time(build_jit({options_.spec, options_.target, json}), gate);
+      return check_and_time(ready_kernel(options_, json), gate);
     };
   }
 
  private:
   // Runs once on NaN-filled output and compares with the reference; then times.
-  Outcome check_and_time(const JitBuild& build, MeasurementGate& gate) const {
-    if (build.status != Status::ok) return Outcome{build.status, 0, 0, 0, build.detail};
-    const JitAttention& kernel = *build.kernel;
-    TuningInputs inputs(options_.spec, options_.shape, options_.seed);
+  Outcome check_and_time(const ReadyKernel& kernel, MeasurementGate& gate) const {
+    if (kernel.status != Status::ok) return Outcome{kernel.status, 0, 0, 0, kernel.detail};
     gate.enter();
     JitAttention::set_num_threads(options_.threads);
-    inputs.clear_output();
-    kernel.run(inputs.arguments());
-    CheckResult check = check_output(inputs.output(), expected(), options_.spec.dtype);
+    kernel.clear_output();
+    kernel.run();
+    CheckResult check = check_output(kernel.output(), expected(), options_.spec.dtype);
     if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
-    return time_runs([&] { kernel.run(inputs.arguments()); }, options_.min_measure_seconds, 30);
+    return time_runs(kernel.run, options_.min_measure_seconds, 30);
   }
 
   std::vector<float> expected() const {
@@ -94,7 +124,7 @@ class Measurement {
 Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
                    const Outcome& outcome) {
   Record r;
-  r.spec = options.spec.to_string();
+  r.spec = spec_key(options);
   r.target = options.target.to_string();
   r.bucket = shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
   r.schedule = schedule;
@@ -117,19 +147,27 @@ std::filesystem::path make_work_dir() {
 }
 
 // Presets that fit this spec and target, by canonical JSON: they seed every
-// strategy, and their records say which preset they are.
+// strategy, and their records say which preset they are. A layer's take the
+// target's projection defaults.
 std::map<std::string, std::string> fitting_presets(const TuneOptions& options) {
   std::map<std::string, std::string> presets;
   for (const std::string& name : schedules::preset_names()) {
-    Schedule preset = schedules::canonical(schedules::load_preset(name));
-    if (!schedules::check(preset, options.spec, options.target)) {
-      presets.emplace(preset.to_json().dump(), name);
-    }
+    Schedule preset = schedules::load_preset(name);
+    if (options.layer) preset = schedules::with_projection_defaults(preset, options.target);
+    preset = schedules::canonical(preset);
+    const bool fits = options.layer
+                          ? !schedules::check_layer(preset, *options.layer, options.target)
+                          : !schedules::check(preset, options.spec, options.target);
+    if (fits) presets.emplace(preset.to_json().dump(), name);
   }
   return presets;
 }
 
 }  // namespace
+
+std::string spec_key(const TuneOptions& options) {
+  return options.layer ? options.layer->to_string() : options.spec.to_string();
+}
 
 std::string record_key(const TuneOptions& options, const nlohmann::json& schedule) {
   return make_record(options, schedule, {}).key();
@@ -163,7 +201,7 @@ void measure_references(const TuneOptions& options, Database& database, Containe
     throw std::runtime_error("the naive baseline failed: " + baseline.detail);
   }
   if (!naive_recorded) database.append(make_record(options, "naive", baseline));
-  if (!options.autoschedulers) return;
+  if (!options.autoschedulers || options.layer) return;
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   std::vector<Job> jobs;
@@ -184,7 +222,7 @@ void measure_references(const TuneOptions& options, Database& database, Containe
 // record key; the naive and autoscheduler times go to `progress`.
 std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options, const Database& database,
                                                Progress& progress) {
-  const std::string spec = options.spec.to_string(), target = options.target.to_string();
+  const std::string spec = spec_key(options), target = options.target.to_string();
   const std::string bucket =
       shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
   std::map<std::string, Trial> recorded;
@@ -211,6 +249,7 @@ std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options, const
 TuneSummary tune(const TuneOptions& options, Database& database,
                  const std::function<void(const Progress&)>& on_progress) {
   options.spec.validate();
+  if (options.layer) options.layer->validate();
   const auto start = Clock::now();
   auto seconds_left = [&] {
     return options.budget_seconds - std::chrono::duration<double>(Clock::now() - start).count();
@@ -250,7 +289,9 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   // The strategy replays from its seed: a candidate it proposes that is
   // already recorded is read back, not measured, so a resumed run follows the
   // same path as one never interrupted.
-  schedules::ScheduleSpace space(options.spec, options.target);
+  const schedules::ScheduleSpace space =
+      options.layer ? schedules::ScheduleSpace(*options.layer, options.target)
+                    : schedules::ScheduleSpace(options.spec, options.target);
   const std::map<std::string, std::string> presets = fitting_presets(options);
   std::vector<Schedule> seeds;
   for (const auto& [json, name] : presets)
@@ -259,7 +300,7 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   std::vector<Trial> history;
   std::hash<std::string> hash;
   auto update_best = [&] {
-    summary.best = database.best(options.spec.to_string(), options.target.to_string(), bucket);
+    summary.best = database.best(spec_key(options), options.target.to_string(), bucket);
     std::vector<Trial> ok = fastest_first(history);
     progress.best_ms = ok.empty() ? 0.0 : ok.front().ms;
   };

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "database.h"
+#include "generators/layer_spec.h"
 #include "runner.h"
 #include "schedules/schedule.h"
 #include "tuning_inputs.h"
@@ -24,6 +25,9 @@ namespace attnforge::autotune {
 
 struct TuneOptions {
   AttentionSpec spec;
+  // Set to tune this whole layer (spec is then its attention); Halide's
+  // autoschedulers do not run on layers.
+  std::optional<LayerSpec> layer;
   Halide::Target target = Halide::get_host_target();
   TuningShape shape;
   double budget_seconds = 180;
@@ -60,6 +64,9 @@ TuneSummary tune(const TuneOptions& options, Database& database,
 
 // "3m", "90s", "1h", "45" (seconds); throws std::invalid_argument otherwise.
 double parse_duration(const std::string& text);
+
+// The spec string records carry: the layer's, or the attention's.
+std::string spec_key(const TuneOptions& options);
 
 // The key a record of `schedule` gets in this run's (spec, target, bucket).
 std::string record_key(const TuneOptions& options, const nlohmann::json& schedule);

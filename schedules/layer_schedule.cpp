@@ -61,6 +61,11 @@ std::optional<ScheduleError> check_layer(const Schedule& s, const LayerSpec& spe
     return ScheduleError("projection_fuse_q",
                          fmt::format("{}; expected 0 or 1", s.projection_fuse_q));
   }
+  if (s.projection_fuse_q == 1 && s.intermediates == StoreLevel::root) {
+    return ScheduleError("projection_fuse_q",
+                         "Q cannot be projected per query tile when the query tiles' copy is at "
+                         "root (intermediates: root)");
+  }
   if (s.projection_fuse_q == 1 && s.form == Form::materialized) {
     return ScheduleError("projection_fuse_q",
                          "the materialized form has no query tiles to fuse into");

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "layer_schedule.h"
+
 namespace attnforge::schedules {
 
 namespace {
@@ -163,6 +165,17 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
                        {P::batch, P::heads, P::query_tiles, P::kv_splits}};
 }
 
+ScheduleSpace::ScheduleSpace(const LayerSpec& layer, const Halide::Target& target)
+    : ScheduleSpace(layer.attention, target) {
+  layer.validate();
+  layer_ = layer;
+  // Blocks are multiples of every register-tile row count.
+  knobs_.push_back({"projection_vectors", {1, 2, 4}});
+  knobs_.push_back({"projection_rows", {4, 6, 8, 12}});
+  knobs_.push_back({"projection_block", {24, 48, 96, 192}});
+  knobs_.push_back({"projection_fuse_q", {0, 1}});
+}
+
 void ScheduleSpace::restrict_knob(const std::string& name, std::vector<int> values) {
   if (values.empty()) throw ScheduleError(name, "needs at least one value");
   for (Knob& knob : knobs_) {
@@ -175,7 +188,7 @@ void ScheduleSpace::restrict_knob(const std::string& name, std::vector<int> valu
 }
 
 bool ScheduleSpace::contains(const Schedule& s) const {
-  return !check(s, spec_, target_);
+  return layer_ ? !check_layer(s, *layer_, target_) : !check(s, spec_, target_);
 }
 
 namespace {

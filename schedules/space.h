@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "generators/attention_spec.h"
+#include "generators/layer_spec.h"
 #include "schedule.h"
 
 namespace attnforge::schedules {
@@ -30,6 +31,8 @@ struct Knob {
 class ScheduleSpace {
  public:
   ScheduleSpace(const AttentionSpec& spec, const Halide::Target& target);
+  // A layer's space: its attention's knobs and the projection knobs.
+  ScheduleSpace(const LayerSpec& layer, const Halide::Target& target);
 
   const std::vector<Form>& forms() const { return forms_; }
   // Candidate values per integer knob (before cross-knob constraints).
@@ -54,6 +57,7 @@ class ScheduleSpace {
 
  private:
   AttentionSpec spec_;
+  std::optional<LayerSpec> layer_;
   Halide::Target target_;
   std::vector<Form> forms_;
   std::vector<Knob> knobs_;

@@ -24,16 +24,16 @@ struct TuneArgs {
 };
 
 // B,H,Lq,Lk with H equal to the spec's heads.
-TuningShape parse_shape(const std::string& text, const AttentionSpec& spec) {
+TuningShape parse_shape(const std::string& text, const std::string& spec, int heads) {
   int b = 0, h = 0, lq = 0, lk = 0;
   char tail = 0;
   if (std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &b, &h, &lq, &lk, &tail) != 4 || b < 1 || lq < 1 ||
       lk < 1) {
     throw CLI::ValidationError("--shape", "'" + text + "' is not B,H,Lq,Lk (e.g. 1,8,2048,2048)");
   }
-  if (h != spec.heads) {
-    throw CLI::ValidationError(
-        "--shape", fmt::format("H = {} but spec {} has {} heads", h, spec.to_string(), spec.heads));
+  if (h != heads) {
+    throw CLI::ValidationError("--shape",
+                               fmt::format("H = {} but spec {} has {} heads", h, spec, heads));
   }
   return {b, lq, lk};
 }
@@ -50,9 +50,19 @@ void parse_shard(const std::string& text, TuneOptions& options) {
 
 int run_tune(const TuneArgs& args) {
   TuneOptions options;
-  options.spec = AttentionSpec::parse(args.spec);
+  // A layer spec starts with its kind; anything else is an attention spec.
+  if (args.spec.rfind("self.", 0) == 0 || args.spec.rfind("cross.", 0) == 0) {
+    options.layer = LayerSpec::parse(args.spec);
+    options.spec = options.layer->attention;
+  } else {
+    options.spec = AttentionSpec::parse(args.spec);
+  }
   options.target = args.target == "host" ? Halide::get_host_target() : Halide::Target(args.target);
-  options.shape = parse_shape(args.shape, options.spec);
+  options.shape = parse_shape(args.shape, args.spec, options.spec.heads);
+  if (options.layer && options.layer->self_attention &&
+      options.shape.q_len != options.shape.kv_len) {
+    throw CLI::ValidationError("--shape", "a self-attention layer has Lq = Lk");
+  }
   options.budget_seconds = parse_duration(args.budget);
   options.strategy = args.strategy;
   options.seed = args.seed;
@@ -89,7 +99,10 @@ int run_tune(const TuneArgs& args) {
 Action add_tune_command(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* tune = app.add_subcommand("tune", "Search schedules for one spec and shape");
-  tune->add_option("--spec", args->spec, "Attention spec, e.g. causal.mha8.d64.f32")->required();
+  tune->add_option("--spec", args->spec,
+                   "Attention spec (e.g. causal.mha8.d64.f32) or layer spec (e.g. "
+                   "self.dm512.full.mha8.d64.f32)")
+      ->required();
   tune->add_option("--target", args->target, "Halide target (default: host)");
   tune->add_option("--shape", args->shape, "B,H,Lq,Lk, e.g. 1,8,2048,2048")->required();
   tune->add_option("--budget", args->budget, "Time budget: 90s, 3m, 1h (default 3m)");

@@ -55,6 +55,33 @@ TEST(Tuner, ShortRunBeatsTheNaiveBaselineAndResumes) {
   std::filesystem::remove(path);
 }
 
+// A layer is tuned the same way: its records carry the layer spec, every
+// candidate is checked against the naive layer, and the winner beats it.
+TEST(Tuner, TunesAWholeLayer) {
+  char name[] = "/tmp/attnforge_tuner_XXXXXX";
+  ::close(mkstemp(name));
+  std::filesystem::remove(name);
+  const std::filesystem::path path = name;
+  TuneOptions options;
+  options.layer = LayerSpec::parse("self.dm64.causal.mha2.d32.f32");
+  options.spec = options.layer->attention;
+  options.shape = {1, 150, 150};
+  options.budget_seconds = 60;
+  options.max_candidates = 4;
+  options.min_measure_seconds = 0.02;
+  Database db(path);
+  TuneSummary summary = tune(options, db);
+  ASSERT_TRUE(summary.best.has_value());
+  EXPECT_EQ(summary.best->spec, "self.dm64.causal.mha2.d32.f32");
+  EXPECT_GT(summary.best->schedule.value("projection_rows", 0), 0);
+  EXPECT_LT(summary.best->ms_median, summary.progress.naive_ms / 2);
+  for (const Record& r : db.records()) {
+    EXPECT_EQ(r.spec, "self.dm64.causal.mha2.d32.f32");
+    EXPECT_NE(r.status, Status::wrong) << r.schedule.dump() << ": " << r.detail;
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Tuner, DurationsParse) {
   EXPECT_DOUBLE_EQ(parse_duration("3m"), 180);
   EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
