@@ -12,6 +12,9 @@
 
 namespace attnforge::bench {
 
+// Largest |actual - expected| over `count` values; NaN if any actual is NaN.
+double max_abs_diff(const float* actual, const float* expected, size_t count);
+
 // Every tensor is (d, position, head, batch) innermost first: dense (B, H, L, D).
 struct BenchInputs {
   using Tensor = Halide::Runtime::Buffer<float>;

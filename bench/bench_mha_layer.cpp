@@ -23,6 +23,7 @@
 #include "bench/tuned_schedules.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_layer.h"
+#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
@@ -94,9 +95,12 @@ class LayerBench {
     add(where, "naive", naive_timing, flops, naive_timing.median_ms);
 
     std::map<std::string, std::string> layer_schedules = schedules_;
+    // The case's own shape bucket, else the spec's first one.
     auto tuned = tuned_.find(spec.to_string());
     if (tuned != tuned_.end() && !tuned->second.empty()) {
-      layer_schedules["tuned"] = tuned->second.begin()->second;
+      auto bucket = tuned->second.find(shape_bucket(shape.batch, shape.len, shape.len));
+      layer_schedules["tuned"] =
+          (bucket != tuned->second.end() ? bucket : tuned->second.begin())->second;
     }
     for (const auto& [name, json] : layer_schedules) {
       try {

@@ -5,6 +5,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "bench_inputs.h"
+
 namespace attnforge::bench {
 
 namespace {
@@ -47,12 +49,7 @@ LayerInputs::LayerInputs(const LayerSpec& spec, LayerShape shape, uint32_t seed)
 }
 
 double LayerInputs::max_abs_diff() const {
-  double worst = 0.0;
-  for (size_t n = 0; n < out.number_of_elements(); ++n) {
-    const double diff = std::fabs(static_cast<double>(out.data()[n]) - expected.data()[n]);
-    if (!(diff <= worst)) worst = diff;  // keeps a NaN
-  }
-  return worst;
+  return bench::max_abs_diff(out.data(), expected.data(), out.number_of_elements());
 }
 
 }  // namespace attnforge::bench

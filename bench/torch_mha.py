@@ -8,10 +8,11 @@ writes result.json next to the inputs."""
 import argparse
 import json
 import os
-import time
 
 import numpy as np
 import torch
+
+from torch_timing import time_runs
 
 
 def main():
@@ -51,20 +52,10 @@ def main():
 
     out = run()
     diff = float((out - expected).abs().max())
-    times = []
-    total = 0.0
-    while not a.check_only and len(times) < 50:
-        start = time.perf_counter()
-        run()
-        ms = (time.perf_counter() - start) * 1e3
-        times.append(ms)
-        total += ms / 1e3
-        s = sorted(times)
-        if len(s) >= 3 and total >= a.min_time and s[2] <= s[0] * 1.03:
-            break
-    s = sorted(times) or [0.0]
-    result = {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1],
-              "repeats": len(times), "max_abs_diff": diff, "torch": torch.__version__}
+    result = {"ms_median": 0.0, "ms_min": 0.0, "ms_max": 0.0, "repeats": 0}
+    if not a.check_only:
+        result = time_runs(run, a.min_time)
+    result.update({"max_abs_diff": diff, "torch": torch.__version__})
     with open(os.path.join(a.dir, "result.json"), "w") as f:
         json.dump(result, f)
 

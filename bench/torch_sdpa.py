@@ -7,11 +7,12 @@ early once the best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
 import json
 import os
-import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from torch_timing import time_runs
 
 
 def main():
@@ -47,20 +48,8 @@ def main():
 
     out = run()
     diff = float((out - expected).abs().max())
-    times = []
-    total = 0.0
-    while len(times) < 50:
-        start = time.perf_counter()
-        run()
-        ms = (time.perf_counter() - start) * 1e3
-        times.append(ms)
-        total += ms / 1e3
-        s = sorted(times)
-        if len(s) >= 3 and total >= a.min_time and s[2] <= s[0] * 1.03:
-            break
-    s = sorted(times)
-    result = {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1],
-              "repeats": len(s), "max_abs_diff": diff, "torch": torch.__version__}
+    result = time_runs(run, a.min_time)
+    result.update({"max_abs_diff": diff, "torch": torch.__version__})
     with open(os.path.join(a.dir, "result.json"), "w") as f:
         json.dump(result, f)
 

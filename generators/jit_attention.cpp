@@ -2,22 +2,12 @@
 
 namespace attnforge {
 
-namespace {
-
-std::map<std::string, std::string> with_spec(std::map<std::string, std::string> params,
-                                             const AttentionSpec& spec) {
-  params["spec"] = spec.to_string();
-  return params;
-}
-
-}  // namespace
-
 JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& target,
                            const std::map<std::string, std::string>& extra_params,
                            const Halide::AutoschedulerParams& autoscheduler)
     : spec_(spec),
-      callable_(compile_generator("attention", spec.to_string(), target,
-                                  with_spec(extra_params, spec), autoscheduler)) {}
+      callable_(
+          compile_generator("attention", spec.to_string(), target, extra_params, autoscheduler)) {}
 
 void JitAttention::run(KernelArguments& args) const {
   KernelArgv argv = kernel_argv(spec_, args);

@@ -25,18 +25,19 @@ Halide::Callable autoscheduled(Halide::Internal::AbstractGenerator& generator,
 
 }  // namespace
 
-Halide::Callable compile_generator(const std::string& name, const std::string& label,
+Halide::Callable compile_generator(const std::string& name, const std::string& spec,
                                    const Halide::Target& target,
                                    const std::map<std::string, std::string>& params,
                                    const Halide::AutoschedulerParams& autoscheduler) {
   try {
     auto generator =
         Halide::Internal::GeneratorRegistry::create(name, Halide::GeneratorContext(target));
+    generator->set_generatorparam_value("spec", spec);
     for (const auto& [param, value] : params) generator->set_generatorparam_value(param, value);
     if (autoscheduler.name.empty()) return generator->compile_to_callable();
     return autoscheduled(*generator, target, autoscheduler);
   } catch (const Halide::Error& error) {
-    throw KernelError("compiling " + label + ": " + error.what());
+    throw KernelError("compiling " + spec + ": " + error.what());
   }
 }
 

@@ -18,10 +18,10 @@ class KernelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Sets `params` (GeneratorParams by name) on Generator `name` and compiles it;
-// with an autoscheduler (its plugin loaded), pass schedule=auto. Throws
-// KernelError prefixed with `label`.
-Halide::Callable compile_generator(const std::string& name, const std::string& label,
+// Sets GeneratorParam spec=`spec` and `params` (further GeneratorParams by
+// name) on Generator `name` and compiles it; with an autoscheduler (its plugin
+// loaded), pass schedule=auto. Throws KernelError naming the spec.
+Halide::Callable compile_generator(const std::string& name, const std::string& spec,
                                    const Halide::Target& target,
                                    const std::map<std::string, std::string>& params,
                                    const Halide::AutoschedulerParams& autoscheduler = {});

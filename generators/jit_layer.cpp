@@ -2,21 +2,10 @@
 
 namespace attnforge {
 
-namespace {
-
-std::map<std::string, std::string> with_spec(std::map<std::string, std::string> params,
-                                             const LayerSpec& spec) {
-  params["spec"] = spec.to_string();
-  return params;
-}
-
-}  // namespace
-
 JitLayer::JitLayer(const LayerSpec& spec, const Halide::Target& target,
                    const std::map<std::string, std::string>& extra_params)
     : spec_(spec),
-      callable_(compile_generator("mha_layer", spec.to_string(), target,
-                                  with_spec(extra_params, spec))) {}
+      callable_(compile_generator("mha_layer", spec.to_string(), target, extra_params)) {}
 
 void JitLayer::run(LayerArguments& args) const {
   KernelArgv argv = layer_argv(spec_, args);

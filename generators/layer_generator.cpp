@@ -136,69 +136,57 @@ class LayerGenerator : public Halide::Generator<LayerGenerator> {
     }
   }
 
-  // Activations (feature, position, batch), weights (out, in); every min is 0.
-  void constrain_shapes() {
+  // Every buffer with its extents, activations (feature, position, batch) and
+  // weights (out, in), for these batch and lengths: the one table that both
+  // the shape constraints and the estimates read.
+  template <typename Visit>
+  void for_each_buffer(const Expr& batch, const Expr& q_len, const Expr& kv_len, Visit visit) {
     const int dm = spec_.d_model, H = spec_.attention.heads, D = spec_.head_dim();
     const int kv_features = spec_.attention.kv_heads * D;
-    Expr batch = x_q_->dim(2).extent();
-    Expr q_len = x_q_->dim(1).extent();
-    Expr kv_len = x_kv_ ? x_kv_->dim(1).extent() : q_len;
-    auto constrain = [](auto* buffer, std::vector<Expr> extents) {
+    visit(x_q_, {dm, q_len, batch});
+    visit(x_kv_, {dm, kv_len, batch});
+    visit(w_qkv_, {spec_.qkv_features(), dm});
+    visit(b_qkv_, {spec_.qkv_features()});
+    visit(w_q_, {H * D, dm});
+    visit(w_k_, {kv_features, dm});
+    visit(w_v_, {kv_features, dm});
+    visit(b_q_, {H * D});
+    visit(b_k_, {kv_features});
+    visit(b_v_, {kv_features});
+    visit(w_o_, {dm, H * D});
+    visit(b_o_, {dm});
+    visit(key_lengths_, {batch});
+    visit(attn_bias_, {kv_len, q_len, H, batch});
+    visit(alibi_slopes_, {H});
+    visit(out_, {dm, q_len, batch});
+    if (spec_.weights == LayerWeights::per_head) visit(weights_, {kv_len, q_len, H, batch});
+    if (spec_.weights == LayerWeights::averaged) visit(weights_, {kv_len, q_len, batch});
+  }
+
+  // Every min is 0; sizes follow x_q (batch, Lq) and x_kv (Lk), whose own are free.
+  void constrain_shapes() {
+    const Expr batch = x_q_->dim(2).extent(), q_len = x_q_->dim(1).extent();
+    const Expr kv_len = x_kv_ ? x_kv_->dim(1).extent() : q_len;
+    for_each_buffer(batch, q_len, kv_len, [&](auto* buffer, std::vector<Expr> extents) {
       if (!buffer) return;
       for (size_t dim = 0; dim < extents.size(); ++dim) {
         buffer->dim(dim).set_min(0);
-        if (extents[dim].defined()) buffer->dim(dim).set_extent(extents[dim]);
+        const bool own_size = static_cast<void*>(buffer) == static_cast<void*>(x_q_) ||
+                              (static_cast<void*>(buffer) == static_cast<void*>(x_kv_) && dim == 1);
+        if (dim == 0 || !own_size) buffer->dim(dim).set_extent(extents[dim]);
       }
-    };
-    constrain(x_q_, {dm, Expr(), Expr()});
-    constrain(x_kv_, {dm, Expr(), batch});
-    constrain(w_qkv_, {spec_.qkv_features(), dm});
-    constrain(b_qkv_, {spec_.qkv_features()});
-    constrain(w_q_, {H * D, dm});
-    constrain(w_k_, {kv_features, dm});
-    constrain(w_v_, {kv_features, dm});
-    constrain(b_q_, {H * D});
-    constrain(b_k_, {kv_features});
-    constrain(b_v_, {kv_features});
-    constrain(w_o_, {dm, H * D});
-    constrain(b_o_, {dm});
-    constrain(key_lengths_, {batch});
-    constrain(attn_bias_, {kv_len, q_len, H, batch});
-    constrain(alibi_slopes_, {H});
-    constrain(out_, {dm, q_len, batch});
-    if (spec_.weights == LayerWeights::per_head) constrain(weights_, {kv_len, q_len, H, batch});
-    if (spec_.weights == LayerWeights::averaged) constrain(weights_, {kv_len, q_len, batch});
+    });
   }
 
   void set_estimates() {
-    const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
-    const int dm = spec_.d_model, H = spec_.attention.heads, D = spec_.head_dim();
-    const int kv_features = spec_.attention.kv_heads * D;
-    auto estimate = [](auto* buffer, std::vector<int> extents) {
-      if (!buffer) return;
-      Halide::Region region;
-      for (int extent : extents) region.push_back({0, extent});
-      buffer->set_estimates(region);
-    };
-    estimate(x_q_, {dm, Lq, B});
-    estimate(x_kv_, {dm, Lk, B});
-    estimate(w_qkv_, {spec_.qkv_features(), dm});
-    estimate(b_qkv_, {spec_.qkv_features()});
-    estimate(w_q_, {H * D, dm});
-    estimate(w_k_, {kv_features, dm});
-    estimate(w_v_, {kv_features, dm});
-    estimate(b_q_, {H * D});
-    estimate(b_k_, {kv_features});
-    estimate(b_v_, {kv_features});
-    estimate(w_o_, {dm, H * D});
-    estimate(b_o_, {dm});
-    estimate(key_lengths_, {B});
-    estimate(attn_bias_, {Lk, Lq, H, B});
-    estimate(alibi_slopes_, {H});
-    estimate(out_, {dm, Lq, B});
-    if (spec_.weights == LayerWeights::per_head) estimate(weights_, {Lk, Lq, H, B});
-    if (spec_.weights == LayerWeights::averaged) estimate(weights_, {Lk, Lq, B});
-    scale_->set_estimate(default_scale(D));
+    for_each_buffer(Expr(int(estimate_batch)), Expr(int(estimate_q_len)),
+                    Expr(int(estimate_kv_len)), [](auto* buffer, std::vector<Expr> extents) {
+                      if (!buffer) return;
+                      Halide::Region region;
+                      for (const Expr& extent : extents) region.push_back({0, extent});
+                      buffer->set_estimates(region);
+                    });
+    scale_->set_estimate(default_scale(spec_.head_dim()));
   }
 
   LayerSpec spec_;

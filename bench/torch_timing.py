@@ -1,0 +1,20 @@
+"""The timing rule of the torch peers, the same as the C++ benchmark's: one
+warm-up (the caller's first run), then repeats until at least 3 runs and
+min_time seconds, stopping early once the best and third-best are within 3%."""
+import time
+
+
+def time_runs(run, min_time, max_runs=50):
+    times = []
+    total = 0.0
+    while len(times) < max_runs:
+        start = time.perf_counter()
+        run()
+        ms = (time.perf_counter() - start) * 1e3
+        times.append(ms)
+        total += ms / 1e3
+        s = sorted(times)
+        if len(s) >= 3 and total >= min_time and s[2] <= s[0] * 1.03:
+            break
+    s = sorted(times)
+    return {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1], "repeats": len(s)}
