@@ -42,4 +42,23 @@ Timing time_runs(const std::function<void()>& run, const TimingOptions& options)
   return summarize(samples);
 }
 
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int rounds,
+                                     const TimingOptions& options) {
+  for (const auto& run : runs) run();
+  std::vector<std::vector<double>> samples(runs.size());
+  const double share = options.min_seconds / std::max(1, rounds);
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t n = 0; n < runs.size(); ++n) {
+      double total = 0.0;
+      do {
+        samples[n].push_back(timed_seconds(runs[n]));
+        total += samples[n].back();
+      } while (total < share && static_cast<int>(samples[n].size()) < options.max_repeats);
+    }
+  }
+  std::vector<Timing> timings;
+  for (auto& seconds : samples) timings.push_back(summarize(std::move(seconds)));
+  return timings;
+}
+
 }  // namespace attnforge::bench

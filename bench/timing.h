@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 namespace attnforge::bench {
 
@@ -25,5 +26,12 @@ struct Timing {
 };
 
 Timing time_runs(const std::function<void()>& run, const TimingOptions& options = {});
+
+// Several implementations timed in turns: after one warm-up each, `rounds`
+// rounds in which each runs for its share of options.min_seconds (at least
+// once). A machine whose speed drifts (a shared host) then shifts every
+// implementation alike instead of whichever was timed during a slow spell.
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int rounds,
+                                     const TimingOptions& options = {});
 
 }  // namespace attnforge::bench

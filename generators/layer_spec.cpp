@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include <string>
 
 namespace attnforge {
 
@@ -80,8 +80,9 @@ LayerSpec LayerSpec::parse(std::string_view text) {
   }
   const size_t dot = text.find('.');
   const std::string model(text.substr(0, dot));
-  const bool has_model = model.size() > 2 && model.compare(0, 2, "dm") == 0;
-  const int d_model = has_model ? std::atoi(model.c_str() + 2) : 0;
+  const bool has_model = model.size() > 2 && model.size() <= 8 && model.compare(0, 2, "dm") == 0 &&
+                         model.find_first_not_of("0123456789", 2) == std::string::npos;
+  const int d_model = has_model ? std::stoi(model.substr(2)) : 0;
   if (d_model <= 0) {
     throw SpecError("d_model", fmt::format("'{}' needs dm<d_model> after the kind; grammar: {}",
                                            original, kLayerSpecGrammar));
