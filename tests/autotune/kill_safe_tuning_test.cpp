@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
 #include "autotune/tuner.h"
+#include "schedules/space.h"
 #include "tests/autotune/synthetic_timings.h"
 #include "tests/support/temp_dir.h"
 
@@ -76,6 +78,47 @@ TEST(KillSafeTuning, TwentyKillsThenResumeEndsLikeAnUninterruptedRun) {
   ASSERT_TRUE(actual.best.has_value());
   EXPECT_EQ(actual.best->key(), expected.best->key());
   EXPECT_EQ(keys_of(Database(path)), keys_of(Database(dir.path() / "uninterrupted.jsonl")));
+}
+
+// A run starts from the winners of related runs in its database: another
+// spec's fastest schedule on this target is proposed first, before the presets.
+TEST(WarmStart, RelatedWinnersAreProposedFirst) {
+  testing::TempDir dir;
+  Database db(dir.path() / "tuning.jsonl");
+  TuneOptions options = simulated_run();
+  schedules::ScheduleSpace space(options.spec, options.target);
+  std::mt19937 rng(9);
+  // Non-materialized draws: the materialized form's canonical schedule is a preset.
+  auto draw = [&] {
+    schedules::Schedule s;
+    do s = space.sample(rng);
+    while (s.form == schedules::Form::materialized);
+    return s;
+  };
+  const schedules::Schedule winner = draw();
+  Record related;
+  related.spec = "full.mha8.d64.f32";
+  related.target = options.target.to_string();
+  related.bucket = "b1.q2048.k2048";
+  related.schedule = winner.to_json();
+  related.ms_median = related.ms_min = related.ms_max = 1.0;
+  db.append(related);
+  related.schedule = draw().to_json();
+  related.ms_median = 2.0;  // slower: not the group's winner
+  db.append(related);
+
+  std::vector<schedules::Schedule> proposed;
+  options.max_candidates = 3;
+  options.simulate = [&](const schedules::Schedule& s) {
+    proposed.push_back(s);
+    return Outcome{Status::ok, 5.0, 5.0, 5.0, ""};
+  };
+  tune(options, db);
+  ASSERT_FALSE(proposed.empty());
+  EXPECT_EQ(proposed.front(), winner);
+  EXPECT_EQ(std::count(proposed.begin(), proposed.end(),
+                       schedules::Schedule::from_json(related.schedule)),
+            0);
 }
 
 }  // namespace
