@@ -19,6 +19,8 @@ namespace {
 
 // Largest |impl - naive| accepted before an implementation is timed.
 constexpr double kMaxAbsDiff = 1e-3;
+// Turns in which the implementations of a case are timed (timing.h).
+constexpr int kRounds = 4;
 
 }  // namespace
 
@@ -38,7 +40,6 @@ struct Case {
   double flops = 0.0;
   std::unique_ptr<BenchInputs> in;  // impls point into it
   std::vector<Impl> impls;
-  bool have_expected = false;
   // The naive baseline runs on one thread whatever the count: timed once, reused.
   std::unique_ptr<Timing> naive_timing;
   std::vector<BenchRow> rows;
@@ -204,42 +205,49 @@ std::shared_ptr<JitAttention> ScheduleBench::compiled(const AttentionSpec& spec,
 void ScheduleBench::run_case(Case& c, int threads) {
   BenchRow where = c.where;
   where.threads = threads;
-  double naive_ms = std::numeric_limits<double>::quiet_NaN();
-  for (const Impl& impl : c.impls) {
+  const Impl& naive = c.impls.front();  // its output is what every other must match
+  where.impl = naive.name;
+  naive.set_threads(threads);
+  try {
+    if (!c.naive_timing) {
+      c.naive_timing = std::make_unique<Timing>(time_runs(naive.run, options_.timing));
+      std::copy(c.in->out.begin(), c.in->out.end(), c.in->expected.begin());
+    }
+  } catch (const std::exception& error) {
+    skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
+    return;  // no baseline at this thread count
+  }
+  const double naive_ms = c.naive_timing->median_ms;
+  c.rows.push_back(make_row(where, *c.naive_timing, c.flops, naive_ms));
+
+  // Each checked once on NaN-filled output, then the correct ones timed in turns.
+  std::vector<const Impl*> timed;
+  for (size_t n = 1; n < c.impls.size(); ++n) {
+    const Impl& impl = c.impls[n];
     where.impl = impl.name;
-    const bool naive = impl.name == "naive";
-    if (!naive && !c.have_expected) return;  // nothing to check against
     impl.set_threads(threads);
     try {
-      if (!naive) {  // one run on NaN-filled output, compared with the naive output
-        std::fill(c.in->out.begin(), c.in->out.end(), std::numeric_limits<float>::quiet_NaN());
-        impl.run();
-        const double diff = c.in->max_abs_diff();
-        if (!(diff <= kMaxAbsDiff)) {
-          skip(where, std::to_string(threads),
-               fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", diff, kMaxAbsDiff));
-          continue;
-        }
+      std::fill(c.in->out.begin(), c.in->out.end(), std::numeric_limits<float>::quiet_NaN());
+      impl.run();
+      const double diff = c.in->max_abs_diff();
+      if (diff <= kMaxAbsDiff) {
+        timed.push_back(&impl);
+      } else {
+        skip(where, std::to_string(threads),
+             fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", diff, kMaxAbsDiff));
       }
-      if (naive && c.naive_timing) {
-        naive_ms = c.naive_timing->median_ms;
-        c.rows.push_back(make_row(where, *c.naive_timing, c.flops, naive_ms));
-        continue;
-      }
-      Timing timing = time_runs(impl.run, options_.timing);
-      if (naive) c.naive_timing = std::make_unique<Timing>(timing);
-      if (naive && !c.have_expected) {  // the output every other impl must match
-        std::copy(c.in->out.begin(), c.in->out.end(), c.in->expected.begin());
-        c.have_expected = true;
-      }
-      if (naive) naive_ms = timing.median_ms;
-      c.rows.push_back(make_row(where, timing, c.flops, naive_ms));
     } catch (const std::exception& error) {
       skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
-      if (naive) return;  // no baseline at this thread count
     }
   }
-  if (!options_.torch_python.empty() && c.have_expected) run_torch(c, where, naive_ms);
+  std::vector<std::function<void()>> runs;
+  for (const Impl* impl : timed) runs.push_back(impl->run);
+  const std::vector<Timing> timings = time_interleaved(runs, kRounds, options_.timing);
+  for (size_t n = 0; n < timed.size(); ++n) {
+    where.impl = timed[n]->name;
+    c.rows.push_back(make_row(where, timings[n], c.flops, naive_ms));
+  }
+  if (!options_.torch_python.empty()) run_torch(c, where, naive_ms);
 }
 
 void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
