@@ -6,13 +6,12 @@ x [B, L, d_model], w_qkv [d_model, 3 d_model] (y = x W), b_qkv, w_o
 against expected and, unless --check-only, times it as torch_sdpa.py does;
 writes result.json next to the inputs."""
 import argparse
-import json
 import os
 
 import numpy as np
 import torch
 
-from torch_timing import time_runs
+from torch_timing import time_runs, write_result
 
 
 def main():
@@ -52,12 +51,10 @@ def main():
 
     out = run()
     diff = float((out - expected).abs().max())
-    result = {"ms_median": 0.0, "ms_min": 0.0, "ms_max": 0.0, "repeats": 0}
+    timing = {"ms_median": 0.0, "ms_min": 0.0, "ms_max": 0.0, "repeats": 0}
     if not a.check_only:
-        result = time_runs(run, a.min_time)
-    result.update({"max_abs_diff": diff, "torch": torch.__version__})
-    with open(os.path.join(a.dir, "result.json"), "w") as f:
-        json.dump(result, f)
+        timing = time_runs(run, a.min_time)
+    write_result(a.dir, timing, diff, torch.__version__)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,13 @@ against the expected one, and writes result.json next to them. Timing: one
 warm-up, then repeats until at least 3 runs and --min-time seconds, stopping
 early once the best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
-import json
 import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from torch_timing import time_runs
+from torch_timing import time_runs, write_result
 
 
 def main():
@@ -48,10 +47,7 @@ def main():
 
     out = run()
     diff = float((out - expected).abs().max())
-    result = time_runs(run, a.min_time)
-    result.update({"max_abs_diff": diff, "torch": torch.__version__})
-    with open(os.path.join(a.dir, "result.json"), "w") as f:
-        json.dump(result, f)
+    write_result(a.dir, time_runs(run, a.min_time), diff, torch.__version__)
 
 
 if __name__ == "__main__":

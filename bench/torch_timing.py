@@ -1,6 +1,9 @@
-"""The timing rule of the torch peers, the same as the C++ benchmark's: one
-warm-up (the caller's first run), then repeats until at least 3 runs and
-min_time seconds, stopping early once the best and third-best are within 3%."""
+"""What the torch peers share: their timing rule, the same as the C++ benchmark's
+(one warm-up, the caller's first run, then repeats until at least 3 runs and
+min_time seconds, stopping early once the best and third-best are within 3%),
+and how they report."""
+import json
+import os
 import time
 
 
@@ -18,3 +21,11 @@ def time_runs(run, min_time, max_runs=50):
             break
     s = sorted(times)
     return {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1], "repeats": len(s)}
+
+
+def write_result(directory, timing, max_abs_diff, torch_version):
+    """result.json in `directory`: the timing, the largest |out - expected| and torch's version."""
+    result = dict(timing)
+    result.update({"max_abs_diff": max_abs_diff, "torch": torch_version})
+    with open(os.path.join(directory, "result.json"), "w") as f:
+        json.dump(result, f)

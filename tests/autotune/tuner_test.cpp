@@ -8,6 +8,8 @@
 
 #include <set>
 
+#include "tests/support/temp_dir.h"
+
 namespace attnforge::autotune {
 namespace {
 
@@ -58,10 +60,7 @@ TEST(Tuner, ShortRunBeatsTheNaiveBaselineAndResumes) {
 // A layer is tuned the same way: its records carry the layer spec, every
 // candidate is checked against the naive layer, and the winner beats it.
 TEST(Tuner, TunesAWholeLayer) {
-  char name[] = "/tmp/attnforge_tuner_XXXXXX";
-  ::close(mkstemp(name));
-  std::filesystem::remove(name);
-  const std::filesystem::path path = name;
+  testing::TempDir dir;
   TuneOptions options;
   options.layer = LayerSpec::parse("self.dm64.causal.mha2.d32.f32");
   options.spec = options.layer->attention;
@@ -69,7 +68,7 @@ TEST(Tuner, TunesAWholeLayer) {
   options.budget_seconds = 60;
   options.max_candidates = 4;
   options.min_measure_seconds = 0.02;
-  Database db(path);
+  Database db(dir.path() / "tuning.jsonl");
   TuneSummary summary = tune(options, db);
   ASSERT_TRUE(summary.best.has_value());
   EXPECT_EQ(summary.best->spec, "self.dm64.causal.mha2.d32.f32");
@@ -79,7 +78,6 @@ TEST(Tuner, TunesAWholeLayer) {
     EXPECT_EQ(r.spec, "self.dm64.causal.mha2.d32.f32");
     EXPECT_NE(r.status, Status::wrong) << r.schedule.dump() << ": " << r.detail;
   }
-  std::filesystem::remove(path);
 }
 
 TEST(Tuner, DurationsParse) {
