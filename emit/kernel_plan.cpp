@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "generators/layer_spec.h"
 #include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
@@ -55,21 +56,37 @@ std::optional<Schedule> usable_schedule(const Record& r, const AttentionSpec& sp
   return std::nullopt;
 }
 
+bool is_layer_spec(const std::string& text) {
+  try {
+    LayerSpec::parse(text);
+    return true;
+  } catch (const SpecError&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs) {
+  KernelPlan result;
   std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
+  std::set<std::string> layers;
   for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
   for (const Record& r : records) {
     if (r.status != Status::ok || !r.schedule.is_object() || specs.count(r.spec)) continue;
     try {
       specs.emplace(r.spec, AttentionSpec::parse(r.spec));
-    } catch (const SpecError&) {  // a record of a spec this version cannot build
+    } catch (const SpecError&) {  // a layer, or a spec this version cannot build
+      if (is_layer_spec(r.spec)) layers.insert(r.spec);
     }
   }
+  for (const std::string& layer : layers) {
+    result.skipped.push_back(layer +
+                             ": layers are tuned and run through the JIT; emit ships "
+                             "attention kernels");
+  }
 
-  KernelPlan result;
   std::vector<PlannedKernel>& plan = result.kernels;
   for (size_t t = 0; t < targets.size(); ++t) {
     const EmitTarget& target = targets[t];

@@ -23,6 +23,11 @@ std::vector<AttentionSpec> parse_specs(const std::string& list) {
   std::stringstream entries(list);
   std::string text;
   while (std::getline(entries, text, ',')) {
+    if (text.rfind("self.", 0) == 0 || text.rfind("cross.", 0) == 0) {
+      throw std::invalid_argument("--specs: " + text +
+                                  " is a layer; emit ships attention kernels (layers run "
+                                  "through the JIT)");
+    }
     if (!text.empty()) specs.push_back(AttentionSpec::parse(text));
   }
   return specs;

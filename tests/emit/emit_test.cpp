@@ -92,6 +92,15 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
   EXPECT_NE(plan.skipped[0].find("bf16"), std::string::npos);
 }
 
+TEST(KernelPlan, LayerRecordsAreNamedAsNotShipped) {
+  const std::string layer = "self.dm64.causal.mha2.d32.f32";
+  KernelPlan plan =
+      plan_kernels({record(layer, "b1.q64.k64", 1.0, Status::ok)}, parse_emit_targets("avx2"), {});
+  EXPECT_TRUE(plan.kernels.empty());
+  ASSERT_EQ(plan.skipped.size(), 1u);
+  EXPECT_EQ(plan.skipped[0].rfind(layer, 0), 0u) << plan.skipped[0];
+}
+
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
