@@ -23,22 +23,33 @@ void write_floats(const fs::path& path, const float* data, size_t count) {
              static_cast<std::streamsize>(count * sizeof(float)));
 }
 
-// A fresh folder for one peer's files, or empty.
-fs::path make_temp_dir() {
-  char name[] = "/tmp/attnforge_torch_XXXXXX";
-  return ::mkdtemp(name) ? fs::path(name) : fs::path();
-}
+// One raw f32 file a peer script reads.
+struct InputFile {
+  const char* name;
+  const float* data;
+  size_t count;
+};
 
-// Runs `command`, reads `dir`/result.json into a result and removes `dir`.
-TorchResult run_script(const std::vector<std::string>& command, const fs::path& dir) {
+// Writes `files` to a fresh folder, runs `python script --dir <folder> args...`,
+// reads its result.json and removes the folder.
+TorchResult run_script(const std::string& python, const char* script,
+                       const std::vector<InputFile>& files, const std::vector<std::string>& args) {
   TorchResult result;
+  char name[] = "/tmp/attnforge_torch_XXXXXX";
+  if (!::mkdtemp(name)) {
+    result.error = "cannot create a temporary folder";
+    return result;
+  }
+  const fs::path dir = name;
+  for (const InputFile& file : files) write_floats(dir / file.name, file.data, file.count);
+  std::vector<std::string> command = {python, script, "--dir", dir.string()};
+  command.insert(command.end(), args.begin(), args.end());
   const int status = run_program(command);
   std::ifstream in(dir / "result.json");
   nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
   fs::remove_all(dir);
   if (status != 0 || json.is_discarded() || !json.is_object()) {
-    result.error =
-        fmt::format("{} failed (exit {})", fs::path(command[1]).filename().string(), status);
+    result.error = fmt::format("{} failed (exit {})", fs::path(script).filename().string(), status);
     return result;
   }
   result.timing.median_ms = json.value("ms_median", 0.0);
@@ -68,25 +79,21 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
     result.error = "the torch peer runs f32 causal or unmasked attention only";
     return result;
   }
-  const fs::path dir = make_temp_dir();
-  if (dir.empty()) {
-    result.error = "cannot create a temporary folder";
-    return result;
-  }
-  write_floats(dir / "q.bin", inputs.q.data(), inputs.q.number_of_elements());
-  write_floats(dir / "k.bin", inputs.k.data(), inputs.k.number_of_elements());
-  write_floats(dir / "v.bin", inputs.v.data(), inputs.v.number_of_elements());
-  write_floats(dir / "expected.bin", inputs.expected.data(), inputs.expected.number_of_elements());
   const std::string mask = spec.mask == PositionMask::none             ? "none"
                            : spec.alignment == Alignment::bottom_right ? "causal_bottom_right"
                                                                        : "causal_top_left";
-  return run_script({python, ATTNFORGE_TORCH_SCRIPT, "--dir", dir.string(), "--shape",
+  auto file = [](const char* name, const BenchInputs::Tensor& t) {
+    return InputFile{name, t.data(), t.number_of_elements()};
+  };
+  return run_script(python, ATTNFORGE_TORCH_SCRIPT,
+                    {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v),
+                     file("expected.bin", inputs.expected)},
+                    {"--shape",
                      fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len,
                                  shape.kv_len, spec.head_dim),
                      "--kv-heads", std::to_string(spec.kv_heads), "--mask", mask, "--scale",
                      fmt::format("{:.9g}", inputs.args.scale), "--threads", std::to_string(threads),
-                     "--min-time", fmt::format("{}", min_seconds)},
-                    dir);
+                     "--min-time", fmt::format("{}", min_seconds)});
 }
 
 TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
@@ -98,30 +105,20 @@ TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int 
     result.error = "torch.nn.MultiheadAttention runs MHA with no mask or a causal one only";
     return result;
   }
-  const fs::path dir = make_temp_dir();
-  if (dir.empty()) {
-    result.error = "cannot create a temporary folder";
-    return result;
-  }
-  for (const auto& [name, tensor] :
-       {std::pair<const char*, const LayerInputs::Tensor*>{"x.bin", &inputs.x},
-        {"w_qkv.bin", &inputs.w_qkv},
-        {"b_qkv.bin", &inputs.b_qkv},
-        {"w_o.bin", &inputs.w_o},
-        {"b_o.bin", &inputs.b_o},
-        {"expected.bin", &inputs.expected}}) {
-    write_floats(dir / name, tensor->data(), tensor->number_of_elements());
-  }
-  std::vector<std::string> command = {
-      python,       ATTNFORGE_TORCH_MHA_SCRIPT,
-      "--dir",      dir.string(),
-      "--shape",    fmt::format("{}x{}x{}", batch, len, spec.d_model),
-      "--heads",    std::to_string(a.heads),
-      "--mask",     a.mask == PositionMask::causal ? "causal" : "none",
-      "--threads",  std::to_string(threads),
-      "--min-time", fmt::format("{}", std::max(0.0, min_seconds))};
-  if (min_seconds < 0) command.push_back("--check-only");
-  return run_script(command, dir);
+  auto file = [](const char* name, const LayerInputs::Tensor& t) {
+    return InputFile{name, t.data(), t.number_of_elements()};
+  };
+  std::vector<std::string> args = {"--shape",    fmt::format("{}x{}x{}", batch, len, spec.d_model),
+                                   "--heads",    std::to_string(a.heads),
+                                   "--mask",     a.mask == PositionMask::causal ? "causal" : "none",
+                                   "--threads",  std::to_string(threads),
+                                   "--min-time", fmt::format("{}", std::max(0.0, min_seconds))};
+  if (min_seconds < 0) args.push_back("--check-only");
+  return run_script(python, ATTNFORGE_TORCH_MHA_SCRIPT,
+                    {file("x.bin", inputs.x), file("w_qkv.bin", inputs.w_qkv),
+                     file("b_qkv.bin", inputs.b_qkv), file("w_o.bin", inputs.w_o),
+                     file("b_o.bin", inputs.b_o), file("expected.bin", inputs.expected)},
+                    args);
 }
 
 }  // namespace attnforge::bench

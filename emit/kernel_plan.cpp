@@ -56,15 +56,6 @@ std::optional<Schedule> usable_schedule(const Record& r, const AttentionSpec& sp
   return std::nullopt;
 }
 
-bool is_layer_spec(const std::string& text) {
-  try {
-    LayerSpec::parse(text);
-    return true;
-  } catch (const SpecError&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<EmitTarget>& targets,
@@ -78,7 +69,7 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
     try {
       specs.emplace(r.spec, AttentionSpec::parse(r.spec));
     } catch (const SpecError&) {  // a layer, or a spec this version cannot build
-      if (is_layer_spec(r.spec)) layers.insert(r.spec);
+      if (names_a_layer(r.spec)) layers.insert(r.spec);
     }
   }
   for (const std::string& layer : layers) {

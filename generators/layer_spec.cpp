@@ -27,6 +27,10 @@ bool consume(std::string_view& text, std::string_view prefix) {
 
 }  // namespace
 
+bool names_a_layer(std::string_view text) {
+  return text.substr(0, 5) == "self." || text.substr(0, 6) == "cross.";
+}
+
 LayerSpec LayerSpec::make(int d_model, int heads, int kv_heads) {
   LayerSpec spec;
   spec.d_model = d_model;

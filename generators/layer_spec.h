@@ -46,4 +46,8 @@ struct LayerSpec {
 
 extern const char* const kLayerSpecGrammar;
 
+// Whether `text` is written as a layer spec (it starts with its kind), so that
+// it is parsed as one rather than as an attention spec.
+bool names_a_layer(std::string_view text);
+
 }  // namespace attnforge

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "emit/kernel_plan.h"
 #include "emit/package_writer.h"
+#include "generators/layer_spec.h"
 
 namespace attnforge::cli {
 
@@ -23,7 +24,7 @@ std::vector<AttentionSpec> parse_specs(const std::string& list) {
   std::stringstream entries(list);
   std::string text;
   while (std::getline(entries, text, ',')) {
-    if (text.rfind("self.", 0) == 0 || text.rfind("cross.", 0) == 0) {
+    if (names_a_layer(text)) {
       throw std::invalid_argument("--specs: " + text +
                                   " is a layer; emit ships attention kernels (layers run "
                                   "through the JIT)");

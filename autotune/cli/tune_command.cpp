@@ -7,6 +7,7 @@
 #include "autotune/tuner.h"
 #include "commands.h"
 #include "generators/attention_spec.h"
+#include "generators/layer_spec.h"
 #include "tuning_curve.h"
 
 namespace attnforge::cli {
@@ -50,8 +51,7 @@ void parse_shard(const std::string& text, TuneOptions& options) {
 
 int run_tune(const TuneArgs& args) {
   TuneOptions options;
-  // A layer spec starts with its kind; anything else is an attention spec.
-  if (args.spec.rfind("self.", 0) == 0 || args.spec.rfind("cross.", 0) == 0) {
+  if (names_a_layer(args.spec)) {
     options.layer = LayerSpec::parse(args.spec);
     options.spec = options.layer->attention;
   } else {
