@@ -151,7 +151,7 @@ std::filesystem::path make_work_dir() {
 // target's projection defaults.
 std::map<std::string, std::string> fitting_presets(const TuneOptions& options) {
   std::map<std::string, std::string> presets;
-  for (const std::string& name : schedules::preset_names()) {
+  for (const std::string& name : schedules::presets_for(options.target)) {
     Schedule preset = schedules::load_preset(name);
     if (options.layer) preset = schedules::with_projection_defaults(preset, options.target);
     preset = schedules::canonical(preset);

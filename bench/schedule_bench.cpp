@@ -12,6 +12,7 @@
 #include "bench/torch_peer.h"
 #include "generators/shape_bucket.h"
 #include "schedules/presets.h"
+#include "schedules/space.h"
 
 namespace attnforge::bench {
 
@@ -156,7 +157,7 @@ void ScheduleBench::build_impls(Case& c) {
   };
   add_jit("naive", "naive");
   if (options_.presets) {
-    for (const std::string& name : schedules::preset_names()) add_jit(name, name);
+    for (const std::string& name : schedules::presets_for(target_)) add_jit(name, name);
   }
   auto tuned = options_.tuned.find(c.where.spec);
   if (tuned != options_.tuned.end() && !tuned->second.empty()) {

@@ -12,7 +12,13 @@ function(attnforge_add_kernel_set name)
   set(libraries "")
   foreach (spec IN LISTS ARG_SPECS)
     string(REPLACE "." "_" symbol "${name}_${spec}")
-    add_halide_library(${symbol} FROM attnforge.generator
+    # CUDA kernels also write their lowered statement: its launches give
+    # scripts/ptx-check each kernel's threads and shared memory.
+    set(extra_outputs "")
+    if (ARG_TARGET MATCHES "cuda")
+      set(extra_outputs STMT ${symbol}_stmt)
+    endif ()
+    add_halide_library(${symbol} FROM attnforge.generator ${extra_outputs}
                        GENERATOR attention
                        FUNCTION_NAME ${symbol}
                        TARGETS ${ARG_TARGET}

@@ -8,6 +8,7 @@
 #include "attention_spec.h"
 #include "attention_terms.h"
 #include "materialized_form.h"
+#include "schedules/apply_cuda.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
 #include "schedules/naive_schedule.h"
@@ -108,7 +109,11 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     pipeline.output = *out_;
     if (weights_) pipeline.weights = *weights_;
     set_estimates(spec_.head_dim);
-    schedules::apply_x86(chosen, pipeline, spec_.head_dim);
+    if (get_target().has_gpu_feature()) {
+      schedules::apply_cuda(chosen, pipeline, spec_.head_dim);
+    } else {
+      schedules::apply_x86(chosen, pipeline, spec_.head_dim);
+    }
   }
 
  private:

@@ -14,12 +14,17 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
   const Halide::RVar rk = f.over_keys.x;
   const Halide::Expr kvh = terms.kv_head(v.h);
 
+  // Positions past Lq or Lk read the last row or key: a schedule may compute
+  // a few unused values past the edge (whole GPU thread tiles) but never
+  // reads outside the inputs.
+  const Halide::Expr row = Halide::min(v.i, in.q_len - 1);
+  const Halide::Expr key = Halide::min(v.j, in.kv_len - 1);
   f.scores(v.j, v.i, v.h, v.b) = 0.0f;
-  f.scores(v.j, v.i, v.h, v.b) += AttentionTerms::to_f32(in.q(rd, v.i, v.h, v.b)) *
-                                  AttentionTerms::to_f32(in.k(rd, v.j, kvh, v.b));
+  f.scores(v.j, v.i, v.h, v.b) += AttentionTerms::to_f32(in.q(rd, row, v.h, v.b)) *
+                                  AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
 
   f.logits(v.j, v.i, v.h, v.b) =
-      terms.masked_logit(f.scores(v.j, v.i, v.h, v.b) * in.scale, v.j, v.i, v.h, v.b);
+      terms.masked_logit(f.scores(v.j, v.i, v.h, v.b) * in.scale, key, row, v.h, v.b);
 
   f.row_max(v.i, v.h, v.b) = kMaskedLogit;
   f.row_max(v.i, v.h, v.b) = Halide::max(f.row_max(v.i, v.h, v.b), f.logits(rk, v.i, v.h, v.b));

@@ -6,6 +6,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
                                  const Schedule& schedule) {
   AttentionPipeline p;
   p.form = schedule.form;
+  p.inputs = inputs;
   TileShape shape{schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
                   schedule.kv_splits};
   switch (schedule.form) {

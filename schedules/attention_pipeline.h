@@ -17,6 +17,7 @@ struct AttentionPipeline {
   OnlineFuncs online;
   AttentionVars vars;
   TileVars tile_vars;
+  AttentionInputs inputs;  // what the form reads, for schedules that stage inputs
   // The stages to schedule as outputs: the form's output (and weights), or
   // the Generator's Outputs that wrap them.
   Halide::Func output;

@@ -81,7 +81,10 @@ const std::vector<IntKnob>& int_knobs() {
       {"projection_vectors", &Schedule::projection_vectors, true, true},
       {"projection_rows", &Schedule::projection_rows, true, true},
       {"projection_block", &Schedule::projection_block, true, true},
-      {"projection_fuse_q", &Schedule::projection_fuse_q, true, true}};
+      {"projection_fuse_q", &Schedule::projection_fuse_q, true, true},
+      {"gpu_threads_x", &Schedule::gpu_threads_x, true, false, true},
+      {"gpu_threads_y", &Schedule::gpu_threads_y, true, false, true},
+      {"gpu_stage_kv", &Schedule::gpu_stage_kv, true, false, true}};
   return knobs;
 }
 
@@ -136,12 +139,30 @@ Schedule canonical(Schedule s) {
   auto drop = [&](ParallelLoop loop) {
     s.parallel.erase(std::remove(s.parallel.begin(), s.parallel.end(), loop), s.parallel.end());
   };
-  if (s.form == Form::materialized) {
+  if (is_gpu_schedule(s)) {
+    // Threads, not vectors and CPU register tiles, split a GPU block's work.
     for (const IntKnob& knob : int_knobs()) {
-      if (std::string(knob.name) != "vector_width" && !knob.projection) {
+      const std::string name = knob.name;
+      if (!knob.gpu && !knob.projection && name != "query_tile" && name != "key_block" &&
+          name != "kv_splits") {
         s.*knob.member = defaults.*knob.member;
       }
     }
+    s.intermediates = defaults.intermediates;
+    s.parallel = defaults.parallel;
+    if (s.kv_splits > 1) s.parallel.push_back(ParallelLoop::kv_splits);
+  }
+  if (s.form == Form::materialized) {
+    for (const IntKnob& knob : int_knobs()) {
+      const std::string name = knob.name;
+      // On a GPU the tile knobs shape the blocks of every stage.
+      const bool gpu_tile =
+          is_gpu_schedule(s) && (knob.gpu || name == "query_tile" || name == "key_block");
+      if (name != "vector_width" && !knob.projection && !gpu_tile) {
+        s.*knob.member = defaults.*knob.member;
+      }
+    }
+    s.gpu_stage_kv = 0;
     s.intermediates = defaults.intermediates;
     s.skip_masked_blocks = defaults.skip_masked_blocks;
     s.projection_fuse_q = defaults.projection_fuse_q;  // no query tiles to fuse into
@@ -152,6 +173,10 @@ Schedule canonical(Schedule s) {
   if (s.pv_vectors == s.register_vectors) s.pv_vectors = 0;
   if (s.kv_splits == 1) drop(ParallelLoop::kv_splits);
   return s;
+}
+
+bool is_gpu_schedule(const Schedule& s) {
+  return s.gpu_threads_x != 0 || s.gpu_threads_y != 0;
 }
 
 int effective_pv_rows(const Schedule& s) {

@@ -57,6 +57,13 @@ struct Schedule {
   int projection_block = 0;
   int projection_fuse_q = 0;
 
+  // CUDA (0 in CPU schedules): a block's threads along the head dim and key
+  // lanes (x) and along query rows (y), and whether each K/V block is staged
+  // in shared memory before the matrix products read it.
+  int gpu_threads_x = 0;
+  int gpu_threads_y = 0;
+  int gpu_stage_kv = 0;
+
   nlohmann::json to_json() const;
   // Throws ScheduleError naming the first unknown or ill-typed field.
   static Schedule from_json(const nlohmann::json& json);
@@ -72,6 +79,7 @@ struct IntKnob {
   bool omitted_when_zero =
       false;                // written to JSON only when set, so older records keep their keys
   bool projection = false;  // a layer's projection knob, not the attention's
+  bool gpu = false;         // read only by CUDA schedules
 };
 const std::vector<IntKnob>& int_knobs();
 
@@ -82,6 +90,9 @@ Schedule canonical(Schedule schedule);
 // The P.V register tile in effect: pv_rows / pv_vectors, or the q.k tile's where 0.
 int effective_pv_rows(const Schedule& schedule);
 int effective_pv_vectors(const Schedule& schedule);
+
+// Whether the schedule is for a GPU (it sets the thread knobs).
+bool is_gpu_schedule(const Schedule& schedule);
 
 std::string to_string(Form form);
 std::string to_string(ParallelLoop loop);

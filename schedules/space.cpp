@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "cuda_limits.h"
 #include "layer_schedule.h"
+#include "presets.h"
 
 namespace attnforge::schedules {
 
@@ -53,6 +55,53 @@ std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Targe
                     "{} lanes need {}; target '{}' has {} f32 lanes", s.vector_width,
                     s.vector_width == 16 ? "AVX-512" : "AVX", target.to_string(),
                     native_vector_width(target));
+  return std::nullopt;
+}
+
+std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& spec,
+                                        const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(target.has_feature(Halide::Target::CUDA), "target",
+                    "'{}' is not a CUDA target; GPU schedules need one", target.to_string());
+  ATTNFORGE_REQUIRE(is_gpu_schedule(s), "gpu_threads_x",
+                    "a CUDA schedule sets gpu_threads_x and gpu_threads_y");
+  const int x = s.gpu_threads_x, y = s.gpu_threads_y;
+  ATTNFORGE_REQUIRE(x >= 1 && x <= 32 && power_of_two(x), "gpu_threads_x",
+                    "{}; expected 1, 2, 4, 8, 16 or 32", x);
+  ATTNFORGE_REQUIRE(y >= 1 && y <= 64 && power_of_two(y), "gpu_threads_y",
+                    "{}; expected a power of two up to 64", y);
+  ATTNFORGE_REQUIRE(x * y >= 32 && x * y <= kCudaMaxThreadsPerBlock, "gpu_threads_y",
+                    "{} x {} threads per block; expected at least a warp (32) and at most {}", x, y,
+                    kCudaMaxThreadsPerBlock);
+  ATTNFORGE_REQUIRE(s.gpu_stage_kv == 0 || s.gpu_stage_kv == 1, "gpu_stage_kv",
+                    "{}; expected 0 or 1", s.gpu_stage_kv);
+  // Halide 21's PTX backend aborts on bf16 loads; f16 is native.
+  ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
+                    "bf16 storage has no CUDA kernel (Halide's CUDA backend cannot compile it); "
+                    "use f16 or f32");
+  ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits",
+                    "{}; CUDA schedules run every key block of a query tile in one block",
+                    s.kv_splits);
+  ATTNFORGE_REQUIRE(spec.head_dim % x == 0, "gpu_threads_x",
+                    "head_dim {} is not a multiple of {} threads", spec.head_dim, x);
+  if (s.form == Form::materialized) return std::nullopt;
+  // The fused form's passes each need their own copy of a key chunk's
+  // logits; on a GPU the online form does its work in one pass.
+  ATTNFORGE_REQUIRE(s.form == Form::online, "form",
+                    "{} has no CUDA schedule; use online or materialized", to_string(s.form));
+  ATTNFORGE_REQUIRE(!spec.return_weights, "form",
+                    "{} cannot return attention weights; use materialized", to_string(s.form));
+  ATTNFORGE_REQUIRE(s.query_tile >= y && s.query_tile <= 256 && s.query_tile % y == 0, "query_tile",
+                    "{} must be a multiple of gpu_threads_y ({}) up to 256", s.query_tile, y);
+  ATTNFORGE_REQUIRE(s.key_block >= x && s.key_block <= 512 && s.key_block % x == 0, "key_block",
+                    "{} must be a multiple of gpu_threads_x ({}) up to 512", s.key_block, x);
+  const int shared = cuda_shared_bytes(s, spec.head_dim);
+  ATTNFORGE_REQUIRE(shared <= kCudaMaxSharedBytes, "query_tile",
+                    "the block needs {} bytes of shared memory; a block has {}", shared,
+                    kCudaMaxSharedBytes);
+  const int values = cuda_register_values(s, spec.head_dim);
+  ATTNFORGE_REQUIRE(values <= kCudaAccumulatorBudget, "gpu_threads_y",
+                    "each thread keeps {} accumulators; at most {} fit in its {} registers", values,
+                    kCudaAccumulatorBudget, kCudaMaxRegistersPerThread);
   return std::nullopt;
 }
 
@@ -112,6 +161,14 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
 
 }  // namespace
 
+std::vector<std::string> presets_for(const Halide::Target& target) {
+  std::vector<std::string> names;
+  for (const std::string& name : preset_names()) {
+    if (is_gpu_schedule(load_preset(name)) == target.has_gpu_feature()) names.push_back(name);
+  }
+  return names;
+}
+
 // Target strings may name only the newest feature (e.g. avx2, avx512_zen4).
 int native_vector_width(const Halide::Target& target) {
   using T = Halide::Target;
@@ -130,6 +187,15 @@ std::optional<ScheduleError> check(const Schedule& s, const AttentionSpec& spec,
       return ScheduleError(knob.name, "only a layer's schedule has projection knobs");
     }
   }
+  if (target.has_gpu_feature()) {
+    if (auto misfit = check_cuda(s, spec, target)) return misfit;
+    return check_splits(s);
+  }
+  for (const IntKnob& knob : int_knobs()) {
+    if (knob.gpu && s.*knob.member != 0) {
+      return ScheduleError(knob.name, "only a CUDA schedule has GPU knobs");
+    }
+  }
   if (auto misfit = check_target(s, target)) return misfit;
   if (auto misfit = check_splits(s)) return misfit;
   if (s.form == Form::materialized) return std::nullopt;
@@ -144,6 +210,19 @@ void validate(const Schedule& s, const AttentionSpec& spec, const Halide::Target
 ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& target)
     : spec_(spec), target_(target) {
   spec.validate();
+  if (target.has_gpu_feature()) {
+    // Blocks of query_tile rows; threads over lanes (x) and rows (y).
+    forms_ = {Form::materialized};
+    if (!spec.return_weights) forms_ = {Form::online, Form::materialized};
+    knobs_ = {{"query_tile", {8, 16, 32, 64}},
+              {"key_block", {8, 16, 32, 64, 128}},
+              {"gpu_threads_x", {4, 8, 16, 32}},
+              {"gpu_threads_y", {2, 4, 8, 16, 32}},
+              {"gpu_stage_kv", {0, 1}}};
+    parallel_choices_ = {Schedule{}.parallel};
+    store_levels_ = {StoreLevel::tile};
+    return;
+  }
   forms_ = {Form::materialized};
   if (!spec.return_weights) forms_ = {Form::online, Form::fused, Form::materialized};
   std::vector<int> widths = {8};

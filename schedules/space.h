@@ -68,6 +68,9 @@ class ScheduleSpace {
 // `schedule` with integer knob `name` set to `value`; throws ScheduleError for an unknown name.
 Schedule with_knob(Schedule schedule, const std::string& name, int value);
 
+// The presets written for the target's kind of processor (CUDA or CPU).
+std::vector<std::string> presets_for(const Halide::Target& target);
+
 // Widest f32 vector the target has: 16 with AVX-512, 8 with AVX, else 4.
 int native_vector_width(const Halide::Target& target);
 

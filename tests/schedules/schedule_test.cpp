@@ -12,6 +12,7 @@ namespace {
 
 const Halide::Target kAvx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
 const Halide::Target kAvx512("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41");
+const Halide::Target kCuda("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_80");
 
 TEST(Schedule, JsonRoundTrips) {
   Schedule s;
@@ -162,9 +163,16 @@ TEST(Schedule, CanonicalDropsKnobsTheFormIgnores) {
   EXPECT_EQ(canonical(online), online);
 }
 
-TEST(Validate, GpuTargetsAreNotX86Schedules) {
-  auto misfit = check(load_preset("online_avx2"), AttentionSpec::parse("full.mha8.d64.f32"),
-                      Halide::Target("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_86"));
+TEST(Validate, CpuAndCudaSchedulesStayOnTheirTargets) {
+  const AttentionSpec spec = AttentionSpec::parse("full.mha8.d64.f32");
+  auto misfit = check(load_preset("online_avx2"), spec, kCuda);
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_EQ(misfit->field(), "gpu_threads_x");
+  misfit = check(load_preset("online_cuda"), spec, kAvx512);
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_EQ(misfit->field(), "gpu_threads_x");
+  Schedule cuda = load_preset("online_cuda");
+  misfit = check(cuda, spec, Halide::Target("x86-64-linux-avx2-opencl"));
   ASSERT_TRUE(misfit.has_value());
   EXPECT_EQ(misfit->field(), "target");
 }

@@ -1,0 +1,225 @@
+#include "apply_cuda.h"
+
+#include <map>
+#include <string>
+
+#include "cuda_limits.h"
+
+namespace attnforge::schedules {
+
+namespace {
+
+using Halide::Func;
+using Halide::LoopLevel;
+using Halide::MemoryType;
+using Halide::RVar;
+using Halide::Stage;
+using Halide::TailStrategy;
+using Halide::Var;
+using Halide::VarOrRVar;
+
+// Every 2-D stage of a block maps its inner dim to thread x and its row dim
+// to thread y. Each thread takes a contiguous chunk of both, so that a
+// producer computed per thread covers exactly that chunk.
+struct ThreadTile {
+  int x_threads, y_threads;
+  int x_chunk, y_chunk;  // elements per thread
+};
+
+// The loops a ThreadTile leaves: threads (xt, yt), per-thread chunk (xc, yc).
+struct TileLoops {
+  Var xt{"xt"}, yt{"yt"}, xc{"xc"}, yc{"yc"};
+};
+
+// Splits x and y of `stage` into threads over chunks; the chunk loops are
+// innermost (x vectorized, y unrolled), `inner` may add reduction loops
+// between the chunks and the threads.
+void thread_tile(Stage stage, const VarOrRVar& x, const VarOrRVar& y, const ThreadTile& t,
+                 const TileLoops& l, const std::vector<VarOrRVar>& inner = {}) {
+  stage.split(x, l.xt, l.xc, t.x_chunk, TailStrategy::RoundUp)
+      .split(y, l.yt, l.yc, t.y_chunk, TailStrategy::RoundUp);
+  std::vector<VarOrRVar> order = {l.xc, l.yc};
+  order.insert(order.end(), inner.begin(), inner.end());
+  order.push_back(l.xt);
+  order.push_back(l.yt);
+  stage.reorder(order).gpu_threads(l.xt, l.yt).vectorize(l.xc).unroll(l.yc);
+}
+
+// A row statistic (one value per query row): threads along y only, x of
+// extent 1, so the block keeps the thread shape of its 2-D stages.
+void row_threads(Func f, const Var& rows, const RVar& over, const CudaThreads& t) {
+  Var lane("lane"), yt("yt"), yc("yc");
+  f.split(rows, yt, yc, t.rows_per_thread, TailStrategy::RoundUp)
+      .split(yc, yc, lane, 1)
+      .reorder(lane, yc, yt)
+      .gpu_threads(lane, yt)
+      .unroll(yc);
+  f.update()
+      .split(rows, yt, yc, t.rows_per_thread, TailStrategy::RoundUp)
+      .split(yc, yc, lane, 1)
+      .reorder(lane, yc, over, yt)
+      .gpu_threads(lane, yt)
+      .unroll(yc);
+}
+
+// Every definition of a per-(x, y) Func of the block: threads over chunks.
+void block_stage(Func f, const Var& x, const Var& y, const ThreadTile& t) {
+  thread_tile(f, x, y, t, TileLoops{});
+  for (int u = 0; u < f.num_update_definitions(); ++u) thread_tile(f.update(u), x, y, t, {});
+}
+
+// An input's block copied to shared memory by every thread, with consecutive
+// threads on consecutive elements of its innermost dim (coalesced reads).
+Func stage_input(Func input, Func consumer, const LoopLevel& level, const CudaThreads& t,
+                 int head_dim, int keys) {
+  Func staged = input.in(consumer);
+  std::vector<Var> args = staged.args();
+  staged.bound_storage(args[0], head_dim).bound_storage(args[1], keys);
+  Var xo("xo"), xt("xt"), yo("yo"), yt("yt");
+  staged.compute_at(level)
+      .store_in(MemoryType::GPUShared)
+      .split(args[0], xo, xt, t.x, TailStrategy::GuardWithIf)
+      .split(args[1], yo, yt, t.y, TailStrategy::GuardWithIf)
+      .reorder(xt, yt, xo, yo)
+      .gpu_threads(xt, yt);
+  return staged;
+}
+
+// The matrix product `product` (pure x, y; reduction `over`) per thread of
+// its consumer's tile: the thread's chunk stays in registers.
+void register_chunk(Func product, Func consumer, const Var& thread_x, const Var& x, const Var& y,
+                    const RVar& over) {
+  product.compute_at(consumer, thread_x).vectorize(x).unroll(y);
+  product.update().reorder(x, y, over).vectorize(x).unroll(y);
+}
+
+void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
+  OnlineFuncs& f = p.online;
+  const AttentionVars& v = p.vars;
+  const TileVars& tv = p.tile_vars;
+  const CudaThreads t = cuda_threads(s, head_dim);
+  const ThreadTile head_tile{t.x, t.y, t.dims_per_thread, t.rows_per_thread};
+  const ThreadTile key_tile{t.x, t.y, t.keys_per_thread, t.rows_per_thread};
+
+  // One block per (query tile, head, batch).
+  Var it("it_out"), ii("ii_out");
+  TileLoops out_loops;
+  Func out = p.output;
+  out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
+  thread_tile(out, v.d, ii, head_tile, out_loops);
+  out.gpu_blocks(it, v.h, v.b);
+  const LoopLevel block(out, it);
+
+  f.q_tile.compute_at(block).store_in(MemoryType::GPUShared);
+  thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
+
+  // The running state lives in shared memory across key blocks: Halide keeps
+  // a block-level allocation per block, not per thread.
+  const RVar rb = f.over_blocks.x;
+  TileLoops state_loops;
+  f.state.compute_at(block).store_in(MemoryType::GPUShared);
+  thread_tile(f.state, v.d, tv.ii, head_tile, TileLoops{});
+  thread_tile(f.state.update(), v.d, tv.ii, head_tile, state_loops);
+  f.state.update().reorder(state_loops.xc, state_loops.yc, state_loops.xt, state_loops.yt, rb);
+  const LoopLevel per_block(f.state, rb);
+
+  for (Func shared : {f.logits, f.probs, f.block_max, f.block_sum}) {
+    shared.compute_at(per_block).store_in(MemoryType::GPUShared);
+  }
+  // Constant sizes: masks make the regions a block needs depend on the block,
+  // and a launch must not loop over every block to size its shared memory.
+  const std::map<std::string, int> sizes = {
+      {tv.ii.name(), s.query_tile}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
+  for (Func f_ : {f.q_tile, f.state, f.logits, f.probs, f.block_max, f.block_sum, f.pv_sum}) {
+    for (const Var& arg : f_.args()) {
+      auto size = sizes.find(arg.name());
+      f_.bound_storage(arg, size == sizes.end() ? 1 : size->second);
+    }
+  }
+  TileLoops logit_loops;
+  thread_tile(f.logits, tv.jj, tv.ii, key_tile, logit_loops);
+  register_chunk(f.scores, f.logits, logit_loops.xt, tv.jj, tv.ii, f.over_dim.x);
+  thread_tile(f.probs, tv.jj, tv.ii, key_tile, TileLoops{});
+  row_threads(f.block_max, tv.ii, f.over_block.x, t);
+  row_threads(f.block_sum, tv.ii, f.over_block.x, t);
+  register_chunk(f.pv_sum, f.state, state_loops.xt, v.d, tv.ii, f.over_block.x);
+
+  if (s.gpu_stage_kv) {
+    stage_input(p.inputs.k, f.scores, per_block, t, head_dim, s.key_block);
+    stage_input(p.inputs.v, f.pv_sum, per_block, t, head_dim, s.key_block);
+  }
+}
+
+// A root stage of the materialized form: blocks of `block_x` x `block_y`
+// elements (and one per head and batch), threads over chunks of each. An
+// intermediate rounds up to whole tiles (the form reads its inputs at clamped
+// positions); an output is guarded at its edges.
+void root_tile(Stage stage, const Var& x, const Var& y, const Var& h, const Var& b, int block_x,
+               int block_y, const CudaThreads& t, const TileLoops& l, bool output = false) {
+  Var xb("xb"), yb("yb"), hb("hb");
+  const auto edge = output ? TailStrategy::GuardWithIf : TailStrategy::RoundUp;
+  stage.split(x, xb, x, block_x, edge).split(y, yb, y, block_y, edge);
+  stage.split(x, l.xt, l.xc, block_x / t.x, edge).split(y, l.yt, l.yc, block_y / t.y, edge);
+  stage.reorder(l.xc, l.yc, l.xt, l.yt, xb, yb, h, b).fuse(h, b, hb);
+  stage.gpu_blocks(xb, yb, hb).gpu_threads(l.xt, l.yt).unroll(l.xc).unroll(l.yc);
+}
+
+// A per-row statistic at root: threads over rows, the reduction serial.
+void root_rows(Func f, const Var& i, const Var& h, const Var& b, const RVar& over,
+               const CudaThreads& t) {
+  Var ib("ib"), it("it"), hb("hb");
+  const int threads = t.x * t.y;
+  f.compute_root();
+  f.split(i, ib, it, threads, TailStrategy::GuardWithIf)
+      .fuse(h, b, hb)
+      .gpu_blocks(ib, hb)
+      .gpu_threads(it);
+  f.update()
+      .split(i, ib, it, threads, TailStrategy::GuardWithIf)
+      .reorder(over, it, ib, h, b)
+      .fuse(h, b, hb)
+      .gpu_blocks(ib, hb)
+      .gpu_threads(it);
+}
+
+// The unfused pipeline on the GPU: q.k with the masking written once per
+// element (the product in registers), the row statistics, the exponentials,
+// and P.V computed per thread of the output's tile.
+void schedule_materialized(const Schedule& s, AttentionPipeline& p, int head_dim) {
+  MaterializedFuncs& f = p.materialized;
+  const AttentionVars& v = p.vars;
+  const CudaThreads t = cuda_threads(s, head_dim);
+  TileLoops logit_loops;
+  f.logits.compute_root();
+  root_tile(f.logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, logit_loops);
+  f.scores.compute_at(f.logits, logit_loops.xt).unroll(v.j).unroll(v.i);
+  f.scores.update().reorder(v.j, v.i, f.over_dim.x).unroll(v.j).unroll(v.i);
+  root_rows(f.row_max, v.i, v.h, v.b, f.over_keys.x, t);
+  f.exp_logits.compute_root();
+  root_tile(f.exp_logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, TileLoops{});
+  root_rows(f.row_sum, v.i, v.h, v.b, f.over_keys.x, t);
+  TileLoops out_loops;
+  root_tile(p.output, v.d, v.i, v.h, v.b, head_dim, s.query_tile, t, out_loops, true);
+  f.pv.compute_at(p.output, out_loops.xt).unroll(v.d).unroll(v.i);
+  f.pv.update().reorder(v.d, v.i, f.over_keys.x).unroll(v.d).unroll(v.i);
+  if (p.weights.defined()) {
+    root_tile(p.weights, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, TileLoops{}, true);
+  }
+}
+
+}  // namespace
+
+void apply_cuda(const Schedule& schedule, AttentionPipeline& pipeline, int head_dim) {
+  switch (schedule.form) {
+    case Form::online:
+      schedule_online(schedule, pipeline, head_dim);
+      break;
+    case Form::materialized:
+      schedule_materialized(schedule, pipeline, head_dim);
+      break;
+    case Form::fused:
+      throw ScheduleError("form", "fused has no CUDA schedule; use online");
+  }
+}
+
+}  // namespace attnforge::schedules

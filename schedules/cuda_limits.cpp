@@ -1,0 +1,46 @@
+#include "cuda_limits.h"
+
+#include <algorithm>
+
+namespace attnforge::schedules {
+
+CudaThreads cuda_threads(const Schedule& s, int head_dim) {
+  CudaThreads t;
+  t.x = s.gpu_threads_x;
+  t.y = s.gpu_threads_y;
+  if (t.x <= 0 || t.y <= 0) return t;
+  t.dims_per_thread = head_dim / t.x;
+  t.keys_per_thread = s.key_block / t.x;
+  t.rows_per_thread = s.query_tile / t.y;
+  return t;
+}
+
+int cuda_shared_bytes(const Schedule& s, int head_dim) {
+  const int rows = s.query_tile, keys = s.key_block;
+  int floats = 0;
+  switch (s.form) {
+    case Form::online:
+      // Q tile, the running (acc, max, sum) per element, logits and
+      // probabilities of a key block, two row statistics, and the staged K
+      // and V blocks. An upper bound: Halide may pack some of them into the
+      // same bytes.
+      floats = 4 * rows * head_dim + 2 * rows * keys + 2 * rows;
+      if (s.gpu_stage_kv) floats += 2 * head_dim * keys;
+      break;
+    case Form::fused:  // no CUDA schedule
+      break;
+    case Form::materialized:
+      floats = 0;  // every stage reads and writes global memory
+      break;
+  }
+  return 4 * floats;
+}
+
+int cuda_register_values(const Schedule& s, int head_dim) {
+  // The larger of a thread's q.k and P.V accumulator chunks (the running
+  // state is in shared memory).
+  const CudaThreads t = cuda_threads(s, head_dim);
+  return t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);
+}
+
+}  // namespace attnforge::schedules

@@ -1,0 +1,35 @@
+// What a CUDA schedule asks of the GPU, worked out before compiling: the
+// threads of a block and each thread's share of a tile, the shared memory a
+// block holds and the registers a thread's accumulators take.
+#pragma once
+
+#include "schedule.h"
+
+namespace attnforge::schedules {
+
+struct CudaThreads {
+  int x = 0, y = 0;         // threads per block along lanes and query rows
+  int dims_per_thread = 0;  // head-dim elements per thread
+  int keys_per_thread = 0;  // keys of a block per thread
+  int rows_per_thread = 0;  // query rows per thread
+};
+
+CudaThreads cuda_threads(const Schedule& schedule, int head_dim);
+
+// Shared memory of one block in bytes (f32 intermediates).
+int cuda_shared_bytes(const Schedule& schedule, int head_dim);
+
+// f32 values one thread keeps in registers at its peak.
+int cuda_register_values(const Schedule& schedule, int head_dim);
+
+// The hard limits of every GPU the CUDA target supports (sm_80 and newer):
+// launchable threads per block, static shared memory per block without
+// opting in to more, and registers per thread.
+constexpr int kCudaMaxThreadsPerBlock = 1024;
+constexpr int kCudaMaxSharedBytes = 48 * 1024;
+constexpr int kCudaMaxRegistersPerThread = 255;
+// Accumulators a thread may keep: half its registers, the rest for
+// addresses, operands and the exp of the softmax.
+constexpr int kCudaAccumulatorBudget = 128;
+
+}  // namespace attnforge::schedules

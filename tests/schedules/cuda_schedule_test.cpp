@@ -1,0 +1,120 @@
+// CUDA schedules without a GPU: the knob checks, the CUDA space, and the
+// launches Halide lowers them to (threads and shared memory per block)
+// against what the checks work out before compiling.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "generators/cuda_launches.h"
+#include "schedules/cuda_limits.h"
+#include "schedules/presets.h"
+#include "schedules/space.h"
+
+namespace attnforge::schedules {
+namespace {
+
+const Halide::Target kCuda("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_80");
+
+std::string misfit(const Schedule& s, const std::string& spec) {
+  auto error = check(s, AttentionSpec::parse(spec), kCuda);
+  return error ? error->field() : "(fits)";
+}
+
+TEST(CudaSchedule, PresetsFitEveryHeadDimUpTo128) {
+  for (const std::string& name : presets_for(kCuda)) {
+    for (const char* spec :
+         {"full.mha8.d64.f32", "causal.gqa8x2.d128.f16", "window8_8.kpad.mha2.d32.f32"}) {
+      EXPECT_EQ(misfit(load_preset(name), spec), "(fits)") << name << " " << spec;
+    }
+  }
+  EXPECT_EQ(presets_for(kCuda).size(), 2u);
+}
+
+TEST(CudaSchedule, MisfitsNameTheKnob) {
+  const Schedule online = load_preset("online_cuda");
+  EXPECT_EQ(misfit(online, "full.mha8.d64.bf16"), "dtype");
+  EXPECT_EQ(misfit(online, "full.mha8.d64.f32.weights"), "form");
+  Schedule s = online;
+  s.form = Form::fused;
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "form");
+  s = online;
+  s.gpu_threads_x = 64;
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "gpu_threads_x");
+  s = online;
+  s.gpu_threads_x = 32;
+  s.gpu_threads_y = 64;  // 2048 threads
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "gpu_threads_y");
+  s = online;
+  s.gpu_threads_x = 32;  // a head dim of 16 over 32 lanes
+  EXPECT_EQ(misfit(s, "full.mha8.d16.f32"), "gpu_threads_x");
+  s = online;
+  s.query_tile = 64;
+  s.key_block = 64;  // 64 x 128 running state alone is 128 KiB
+  EXPECT_EQ(misfit(s, "full.mha8.d128.f32"), "query_tile");
+  s = online;
+  s.kv_splits = 2;
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "kv_splits");
+  s = online;
+  s.gpu_threads_y = 2;  // 8 rows x 4 lanes of 64 per thread
+  s.query_tile = 16;
+  s.gpu_threads_x = 16;
+  s.key_block = 512;                                        // 32 keys x 8 rows of q.k accumulators
+  EXPECT_EQ(misfit(s, "full.mha1.d64.f32"), "query_tile");  // shared memory first
+}
+
+TEST(CudaSchedule, SpaceHoldsOnlyLegalGpuSchedules) {
+  ScheduleSpace space(AttentionSpec::parse("causal.mha8.d64.f16"), kCuda);
+  const std::vector<Schedule> all = space.enumerate();
+  ASSERT_GT(all.size(), 50u);
+  bool online = false, materialized = false;
+  for (const Schedule& s : all) {
+    EXPECT_TRUE(is_gpu_schedule(s));
+    EXPECT_EQ(misfit(s, "causal.mha8.d64.f16"), "(fits)") << s.to_json().dump();
+    online = online || s.form == Form::online;
+    materialized = materialized || s.form == Form::materialized;
+  }
+  EXPECT_TRUE(online && materialized);
+  std::mt19937 rng(3);
+  EXPECT_TRUE(space.contains(space.sample(rng)));
+}
+
+// What Halide launches: every kernel at the schedule's threads per block,
+// and the online kernel's shared memory within the estimate and the limit.
+TEST(CudaSchedule, LaunchesMatchTheChecks) {
+  for (const char* spec : {"full.mha8.d64.f32", "causal.br.kpad.gqa8x2.d128.f16",
+                           "window16_16.kpad.alibi.mha2.d32.f32"}) {
+    for (const std::string& name : presets_for(kCuda)) {
+      const Schedule s = load_preset(name);
+      const std::vector<CudaLaunch> launches = cuda_launches(spec, name, kCuda);
+      ASSERT_FALSE(launches.empty()) << name;
+      const int head_dim = AttentionSpec::parse(spec).head_dim;
+      for (const CudaLaunch& launch : launches) {
+        EXPECT_LE(launch.threads, s.gpu_threads_x * s.gpu_threads_y) << launch.kernel;
+        ASSERT_TRUE(launch.shared_bytes.has_value()) << launch.kernel;
+        EXPECT_LE(*launch.shared_bytes, cuda_shared_bytes(s, head_dim)) << launch.kernel;
+        EXPECT_LE(*launch.shared_bytes, kCudaMaxSharedBytes) << launch.kernel;
+      }
+      if (s.form == Form::online) {
+        ASSERT_EQ(launches.size(), 1u);  // one fused kernel
+        EXPECT_EQ(launches[0].threads, s.gpu_threads_x * s.gpu_threads_y);
+        EXPECT_GT(*launches[0].shared_bytes, cuda_shared_bytes(s, head_dim) * 3 / 4);
+      }
+    }
+  }
+}
+
+TEST(CudaLaunches, ParsesConstantAndRunTimeSharedSizes) {
+  const std::string stmt =
+      R"stmt(halide_cuda_run(cuda[0], "_kernel_a", t1, 8, q.extent.3, 16, 8, 1, 0 + (6160*4), (void *)x)
+         halide_cuda_run(cuda[0], "_kernel_b", t2, 1, 1, 128, 1, 1, t378*4, (void *)y))stmt";
+  const std::vector<CudaLaunch> launches = parse_cuda_launches(stmt);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].kernel, "_kernel_a");
+  EXPECT_EQ(launches[0].threads, 128);
+  EXPECT_EQ(launches[0].shared_bytes, 24640);
+  EXPECT_EQ(launches[1].threads, 128);
+  EXPECT_FALSE(launches[1].shared_bytes.has_value());
+}
+
+}  // namespace
+}  // namespace attnforge::schedules
