@@ -30,8 +30,7 @@ bool fits(const Schedule& schedule, const AttentionSpec& spec, const Halide::Tar
   return !schedules::check(schedule, spec, target).has_value();
 }
 
-// The first of `presets` that fits, else the naive schedule (e.g. on CUDA,
-// whose presets the space does not have yet).
+// The first of `presets` that fits the spec and target, else the naive schedule.
 std::string first_fitting(std::initializer_list<const char*> presets, const AttentionSpec& spec,
                           const EmitTarget& target) {
   for (const char* name : presets) {
@@ -89,8 +88,8 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
       }
       const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
       const std::string preset =
-          first_fitting({"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
-                         "materialized_avx512", "materialized_avx2"},
+          first_fitting({"online_cuda", "materialized_cuda", "online_avx512", "online_avx2",
+                         "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
                         spec, target);
       plan.push_back({base + "generic", spec, t, "generic", {0, 0, 0}, preset, "preset " + preset});
       if (!target.cuda) {

@@ -11,9 +11,18 @@ struct Probe {
   std::string why;
 };
 
+// The driver as every install provides it (libcuda.so.1); libcuda.so, the
+// name Halide's runtime looks for, exists only with the development files.
+void* driver_library() {
+  static void* const driver = [] {
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return handle ? handle : dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+  }();
+  return driver;
+}
+
 Probe probe() {
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!driver) driver = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+  void* driver = driver_library();
   if (!driver) return {false, "no CUDA driver (libcuda.so.1 not found)"};
   using Init = int (*)(unsigned);
   using Count = int (*)(int*);
@@ -36,3 +45,10 @@ bool cuda_device_available(std::string* why) {
 }
 
 }  // namespace attnforge::runtime
+
+// Replaces the Halide runtime's weak lookup, so its CUDA kernels find the
+// driver by the same names the probe does.
+extern "C" void* halide_cuda_get_symbol(void*, const char* name) {
+  void* driver = attnforge::runtime::driver_library();
+  return driver ? dlsym(driver, name) : nullptr;
+}

@@ -1,0 +1,59 @@
+// Runs with only a stand-in libcuda.so.1 on the library path (no
+// libcuda.so, no device): the runtime and the Halide runtime inside the
+// CUDA kernels both find it and report that there is no device, without
+// crashing.
+#include <HalideRuntime.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attnforge/attention.h"
+#include "attnforge/kernel_table.h"
+#include "generators/kernel_arguments.h"
+#include "tests/support/attention_case.h"
+
+namespace attnforge {
+namespace {
+
+std::string halide_message;
+extern "C" void record_error(void*, const char* message) {
+  halide_message += message;
+}
+
+TEST(CudaDriver, TheRuntimeFindsLibcudaSo1AndReportsNoDevice) {
+  std::vector<float> q(1 * 8 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size());
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
+  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
+  TensorView tout =
+      TensorView::contiguous(out.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
+  AttentionOptions causal;
+  causal.mask = MaskKind::causal;
+  Status status = attention(tq, tk, tk, tout, causal);
+  EXPECT_EQ(status.code, ErrorCode::no_device);
+  // Found: "not found" would name the missing library instead.
+  EXPECT_NE(status.message.find("the driver reports none"), std::string::npos) << status.message;
+}
+
+TEST(CudaDriver, HalideKernelsFindLibcudaSo1AndFailCleanly) {
+  halide_set_error_handler(record_error);
+  int cuda_kernels = 0;
+  for (int n = 0; n < attnforge_kernel_package.count; ++n) {
+    const KernelEntry& entry = attnforge_kernel_package.entries[n];
+    if (!entry.cuda) continue;
+    ++cuda_kernels;
+    const AttentionSpec spec = AttentionSpec::parse(entry.spec);
+    testing::AttentionCase c(spec, {1, 5, 9});
+    KernelArgv argv = kernel_argv(spec, c.arguments());
+    halide_message.clear();
+    EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;
+    // The stand-in's cuInit ran: Halide's own lookup (libcuda.so) would
+    // have found nothing and said so instead.
+    EXPECT_NE(halide_message.find("cuInit"), std::string::npos) << halide_message;
+    EXPECT_EQ(halide_message.find("not found"), std::string::npos) << halide_message;
+  }
+  EXPECT_GT(cuda_kernels, 0);
+}
+
+}  // namespace
+}  // namespace attnforge
