@@ -40,6 +40,21 @@ std::vector<HalideAutoscheduler> x86_autoschedulers(int threads) {
       {"Mullapudi2016", ATTNFORGE_PLUGIN_MULLAPUDI2016, {{"parallelism", parallelism}}}};
 }
 
+std::vector<HalideAutoscheduler> cuda_autoschedulers(int multiprocessors) {
+  const std::string parallelism = std::to_string(multiprocessors);
+  return {{"Anderson2021",
+           ATTNFORGE_PLUGIN_ANDERSON2021,
+           {{"parallelism", parallelism}, {"beam_size", "1"}}},
+          {"Li2018", ATTNFORGE_PLUGIN_LI2018, {{"parallelism", parallelism}}}};
+}
+
+std::vector<HalideAutoscheduler> autoschedulers_for(const Halide::Target& target, int threads) {
+  // The SMs of the H100 and H200 class the GPU targets are tuned for.
+  constexpr int kMultiprocessors = 132;
+  if (target.has_feature(Halide::Target::CUDA)) return cuda_autoschedulers(kMultiprocessors);
+  return x86_autoschedulers(threads);
+}
+
 Candidate autoscheduled_candidate(const AttentionSpec& spec, const Halide::Target& target,
                                   const HalideAutoscheduler& autoscheduler, int batch, int q_len,
                                   int kv_len) {

@@ -35,6 +35,13 @@ struct HalideAutoscheduler {
 };
 std::vector<HalideAutoscheduler> x86_autoschedulers(int threads);
 
+// Halide's GPU autoschedulers (Anderson2021, Li2018) for a GPU with
+// `multiprocessors` SMs.
+std::vector<HalideAutoscheduler> cuda_autoschedulers(int multiprocessors);
+
+// The autoschedulers for the target's kind: x86 with `threads`, or CUDA.
+std::vector<HalideAutoscheduler> autoschedulers_for(const Halide::Target& target, int threads);
+
 // `autoscheduler` applied to the algorithm, with the shape as its estimates.
 Candidate autoscheduled_candidate(const AttentionSpec& spec, const Halide::Target& target,
                                   const HalideAutoscheduler& autoscheduler, int batch, int q_len,

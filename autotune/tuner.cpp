@@ -206,7 +206,7 @@ void measure_references(const TuneOptions& options, Database& database, Containe
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   std::vector<Job> jobs;
   std::vector<std::string> names;
-  for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
+  for (const HalideAutoscheduler& a : autoschedulers_for(options.target, threads)) {
     std::string name = "autoscheduler:" + a.name;
     if (database.contains(record_key(options, name))) continue;
     jobs.push_back(measurement.autoscheduled(a));

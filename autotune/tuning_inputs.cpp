@@ -91,12 +91,18 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
   }
 }
 
-std::vector<float> TuningInputs::output() const {
-  std::vector<float> values(out_.number_of_elements());
-  const uint8_t* data = static_cast<const uint8_t*>(out_.data());
-  const size_t bytes = out_.type().bytes();
+std::vector<float> TuningInputs::as_f32(const halide_buffer_t* tensor) const {
+  const Halide::Runtime::Buffer<void> view(*tensor);
+  std::vector<float> values(view.number_of_elements());
+  const uint8_t* data = static_cast<const uint8_t*>(view.data());
+  const size_t bytes = view.type().bytes();
   for (size_t n = 0; n < values.size(); ++n) values[n] = load(data + n * bytes, spec_.dtype);
   return values;
+}
+
+std::vector<float> TuningInputs::output() {
+  out_.copy_to_host();  // a GPU kernel's output is on its device
+  return as_f32(out_.raw_buffer());
 }
 
 void TuningInputs::clear_output() {
@@ -105,6 +111,7 @@ void TuningInputs::clear_output() {
   for (size_t n = 0; n < out_.number_of_elements(); ++n) {
     store(data + n * bytes, spec_.dtype, std::numeric_limits<float>::quiet_NaN());
   }
+  out_.set_host_dirty();  // so a GPU kernel starts from the NaNs too
 }
 
 }  // namespace attnforge::autotune

@@ -28,9 +28,13 @@ class TuningInputs {
 
   KernelArguments& arguments() { return args_; }
 
-  // The output, converted to f32; NaN-filled before each kernel run by clear_output().
-  std::vector<float> output() const;
+  // The output, converted to f32 (copied back from a GPU first);
+  // NaN-filled before each kernel run by clear_output().
+  std::vector<float> output();
   void clear_output();
+
+  // One of q, k, v or out (dense, host side) as f32.
+  std::vector<float> as_f32(const halide_buffer_t* tensor) const;
 
  private:
   using Tensor = Halide::Runtime::Buffer<void>;

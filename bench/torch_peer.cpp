@@ -71,29 +71,69 @@ bool python_has_torch(const std::string& python) {
   return has;
 }
 
-TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
-                           int threads, const BenchInputs& inputs, double min_seconds) {
-  TorchResult result;
-  if (spec.dtype != DType::f32 || spec.key_padding || spec.bias != BiasKind::none ||
-      spec.mask == PositionMask::window || spec.return_weights) {
-    result.error = "the torch peer runs f32 causal or unmasked attention only";
-    return result;
+// Why torch's SDPA peer cannot run `spec` (empty when it can): it runs
+// unmasked or causal attention, in `dtypes`.
+std::string sdpa_misfit(const AttentionSpec& spec, bool f16_too) {
+  if (spec.key_padding || spec.bias != BiasKind::none || spec.mask == PositionMask::window ||
+      spec.return_weights || spec.dtype == DType::bf16 || (spec.dtype == DType::f16 && !f16_too)) {
+    return f16_too ? "the torch peer runs f32 or f16 causal or unmasked attention only"
+                   : "the torch peer runs f32 causal or unmasked attention only";
   }
+  return "";
+}
+
+// The SDPA script's arguments every device shares.
+std::vector<std::string> sdpa_args(const AttentionSpec& spec, const Shape& shape, float scale,
+                                   double min_seconds) {
   const std::string mask = spec.mask == PositionMask::none             ? "none"
                            : spec.alignment == Alignment::bottom_right ? "causal_bottom_right"
                                                                        : "causal_top_left";
+  return {"--shape",
+          fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len, shape.kv_len,
+                      spec.head_dim),
+          "--kv-heads",
+          std::to_string(spec.kv_heads),
+          "--mask",
+          mask,
+          "--scale",
+          fmt::format("{:.9g}", scale),
+          "--min-time",
+          fmt::format("{}", min_seconds)};
+}
+
+TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
+                           int threads, const BenchInputs& inputs, double min_seconds) {
+  TorchResult result;
+  result.error = sdpa_misfit(spec, false);
+  if (!result.error.empty()) return result;
   auto file = [](const char* name, const BenchInputs::Tensor& t) {
     return InputFile{name, t.data(), t.number_of_elements()};
   };
+  std::vector<std::string> args = sdpa_args(spec, shape, inputs.args.scale, min_seconds);
+  args.insert(args.end(), {"--threads", std::to_string(threads)});
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v),
                      file("expected.bin", inputs.expected)},
-                    {"--shape",
-                     fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len,
-                                 shape.kv_len, spec.head_dim),
-                     "--kv-heads", std::to_string(spec.kv_heads), "--mask", mask, "--scale",
-                     fmt::format("{:.9g}", inputs.args.scale), "--threads", std::to_string(threads),
-                     "--min-time", fmt::format("{}", min_seconds)});
+                    args);
+}
+
+TorchResult run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
+                                const Shape& shape, const TorchCudaInputs& inputs,
+                                const std::string& backend, double min_seconds) {
+  TorchResult result;
+  result.error = sdpa_misfit(spec, true);
+  if (!result.error.empty()) return result;
+  const size_t q_count = size_t(shape.batch) * spec.heads * shape.q_len * spec.head_dim;
+  const size_t kv_count = size_t(shape.batch) * spec.kv_heads * shape.kv_len * spec.head_dim;
+  std::vector<std::string> args = sdpa_args(spec, shape, inputs.scale, min_seconds);
+  args.insert(args.end(), {"--device", "cuda", "--backend", backend, "--dtype",
+                           spec.dtype == DType::f16 ? "f16" : "f32"});
+  return run_script(python, ATTNFORGE_TORCH_SCRIPT,
+                    {{"q.bin", inputs.q, q_count},
+                     {"k.bin", inputs.k, kv_count},
+                     {"v.bin", inputs.v, kv_count},
+                     {"expected.bin", inputs.expected, q_count}},
+                    args);
 }
 
 TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Times torch.nn.functional.scaled_dot_product_attention on inputs written by
-the attnforge benchmark (raw f32, dense [B, H, L, D]), checks its output
-against the expected one, and writes result.json next to them. Timing: one
-warm-up, then repeats until at least 3 runs and --min-time seconds, stopping
-early once the best and third-best are within 3% (as the C++ benchmark)."""
+the attnforge benchmarks (raw f32, dense [B, H, L, D]), on the CPU or on a CUDA
+device with one SDPA backend in f32 or f16, checks its output against the
+expected one, and writes result.json next to them. Timing: one warm-up, then
+repeats until at least 3 runs and --min-time seconds, stopping early once the
+best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
 import os
+from contextlib import nullcontext
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch_timing import time_runs, write_result
+
+BACKENDS = {"default": None, "math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
 
 def main():
@@ -21,32 +26,40 @@ def main():
     p.add_argument("--kv-heads", type=int, required=True)
     p.add_argument("--mask", choices=["none", "causal_top_left", "causal_bottom_right"])
     p.add_argument("--scale", type=float, required=True)
-    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.5)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--backend", choices=list(BACKENDS), default="default")
+    p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     b, h, lq, lk, d = (int(x) for x in a.shape.split("x"))
+    dtype = torch.float16 if a.dtype == "f16" else torch.float32
 
-    def load(name, heads, length):
+    def load(name, heads, length, as_dtype=dtype):
         data = np.fromfile(os.path.join(a.dir, name), dtype=np.float32)
-        return torch.from_numpy(data.reshape(b, heads, length, d))
+        return torch.from_numpy(data.reshape(b, heads, length, d)).to(a.device, as_dtype)
 
     q, k, v = load("q.bin", h, lq), load("k.bin", a.kv_heads, lk), load("v.bin", a.kv_heads, lk)
-    expected = load("expected.bin", h, lq)
+    expected = load("expected.bin", h, lq, torch.float32)
     mask, causal = None, a.mask == "causal_top_left"
     if a.mask == "causal_bottom_right":
-        i = torch.arange(lq).unsqueeze(1)
-        j = torch.arange(lk).unsqueeze(0)
+        i = torch.arange(lq, device=a.device).unsqueeze(1)
+        j = torch.arange(lk, device=a.device).unsqueeze(0)
         mask = j <= i + (lk - lq)  # True: attend
     gqa = a.kv_heads != h
+    backend = BACKENDS[a.backend]
 
     def run():
-        with torch.no_grad():
-            return F.scaled_dot_product_attention(
+        with torch.no_grad(), (sdpa_kernel(backend) if backend else nullcontext()):
+            out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=causal, scale=a.scale, enable_gqa=gqa)
+        if a.device == "cuda":
+            torch.cuda.synchronize()
+        return out
 
     out = run()
-    diff = float((out - expected).abs().max())
+    diff = float((out.float() - expected).abs().max())
     write_result(a.dir, time_runs(run, a.min_time), diff, torch.__version__)
 
 

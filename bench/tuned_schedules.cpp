@@ -6,10 +6,11 @@
 
 namespace attnforge::bench {
 
-std::map<std::string, std::map<std::string, std::string>> tuned_schedules(const std::string& path) {
+std::map<std::string, std::map<std::string, std::string>> tuned_schedules(
+    const std::string& path, const std::string& target) {
   std::map<std::string, std::map<std::string, std::string>> tuned;
   std::map<std::pair<std::string, std::string>, double> fastest;
-  const std::string host = Halide::get_host_target().to_string();
+  const std::string host = target.empty() ? Halide::get_host_target().to_string() : target;
   const autotune::Database database(path);
   for (const autotune::Record& r : database.records()) {
     if (r.status != autotune::Status::ok || !r.schedule.is_object() || r.target != host) continue;

@@ -6,8 +6,10 @@
 
 namespace attnforge::bench {
 
-// The fastest correct schedule JSON per spec and shape bucket tuned for this
-// machine's target (attention and layer specs alike).
-std::map<std::string, std::map<std::string, std::string>> tuned_schedules(const std::string& path);
+// The fastest correct schedule JSON per spec and shape bucket tuned for
+// `target` (a Halide target string; empty: this machine's CPU), attention and
+// layer specs alike.
+std::map<std::string, std::map<std::string, std::string>> tuned_schedules(
+    const std::string& path, const std::string& target = "");
 
 }  // namespace attnforge::bench

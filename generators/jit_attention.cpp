@@ -12,6 +12,15 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
 void JitAttention::run(KernelArguments& args) const {
   KernelArgv argv = kernel_argv(spec_, args);
   call_jit(callable_, argv, spec_.to_string());
+  // GPU kernels run asynchronously: a run ends when its outputs are written.
+  for (halide_buffer_t* output : {args.out, args.weights}) {
+    if (output && output->device && output->device_interface) {
+      if (int error = output->device_interface->device_sync(nullptr, output)) {
+        throw KernelError(spec_.to_string() + ": device sync failed with Halide error " +
+                          std::to_string(error));
+      }
+    }
+  }
 }
 
 void JitAttention::set_num_threads(int threads) {
