@@ -6,6 +6,7 @@
 
 #include "builder.h"
 #include "checker.h"
+#include "cuda_screen.h"
 #include "generators/shape_bucket.h"
 #include "layer_tuning_inputs.h"
 #include "schedules/layer_schedule.h"
@@ -92,6 +93,11 @@ class Measurement {
   Job candidate(const Schedule& schedule) const {
     std::string json = schedule.to_json().dump();
     return [this, json](MeasurementGate& gate) {
+      if (options_.target.has_feature(Halide::Target::CUDA) && !options_.layer) {
+        if (auto why = cuda_screen(options_.spec, json, options_.target)) {
+          return Outcome{Status::invalid, 0, 0, 0, *why};
+        }
+      }
       return check_and_time(ready_kernel(options_, json), gate);
     };
   }

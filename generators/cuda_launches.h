@@ -5,6 +5,7 @@
 
 #include <Halide.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,5 +25,24 @@ std::vector<CudaLaunch> cuda_launches(const std::string& spec, const std::string
 
 // The launches in a lowered statement's text.
 std::vector<CudaLaunch> parse_cuda_launches(const std::string& stmt);
+
+// A kernel's launch and what ptxas reports for it.
+struct CudaKernelResources {
+  CudaLaunch launch;
+  int registers = 0;
+  int spill_bytes = 0;  // spill stores and loads
+};
+
+// The launches of `spec` under `schedule`, with the registers and spills
+// ptxas (from the CUDA toolkit: on PATH or in /usr/local/cuda/bin) reports
+// for `arch`. Throws KernelError when it does not compile, or when ptxas is
+// missing or rejects the PTX.
+std::vector<CudaKernelResources> cuda_kernel_resources(const std::string& spec,
+                                                       const std::string& schedule,
+                                                       const Halide::Target& target,
+                                                       const std::string& arch = "sm_80");
+
+// ptxas -v output: kernel name -> (registers, spill bytes).
+std::map<std::string, std::pair<int, int>> parse_ptxas_report(const std::string& report);
 
 }  // namespace attnforge

@@ -43,4 +43,17 @@ int cuda_register_values(const Schedule& s, int head_dim) {
   return t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);
 }
 
+double cuda_occupancy(int threads, int registers, int shared_bytes, const SmLimits& sm) {
+  constexpr int kWarp = 32, kRegisterGranule = 256, kReservedSharedPerBlock = 1024;
+  const int warps = (threads + kWarp - 1) / kWarp;
+  const int max_warps = sm.threads / kWarp;
+  if (warps < 1 || warps > max_warps) return 0.0;
+  const int per_warp =
+      (std::max(registers, 1) * kWarp + kRegisterGranule - 1) / kRegisterGranule * kRegisterGranule;
+  int blocks = std::min({sm.blocks, max_warps / warps, sm.registers / (per_warp * warps)});
+  if (shared_bytes > 0)
+    blocks = std::min(blocks, sm.shared_bytes / (shared_bytes + kReservedSharedPerBlock));
+  return static_cast<double>(blocks * warps) / max_warps;
+}
+
 }  // namespace attnforge::schedules

@@ -22,6 +22,19 @@ int cuda_shared_bytes(const Schedule& schedule, int head_dim);
 // f32 values one thread keeps in registers at its peak.
 int cuda_register_values(const Schedule& schedule, int head_dim);
 
+// Per streaming multiprocessor of an sm_80/sm_90 GPU: the most resident
+// threads and blocks, its registers, and the shared memory blocks may use.
+struct SmLimits {
+  int threads = 2048;
+  int blocks = 32;
+  int registers = 65536;
+  int shared_bytes = 164 * 1024;  // sm_80; sm_90 has 228 KiB
+};
+
+// Resident warps per SM over the most it holds (0..1) for a kernel of
+// `threads` per block, `registers` per thread and `shared_bytes` per block.
+double cuda_occupancy(int threads, int registers, int shared_bytes, const SmLimits& sm = {});
+
 // The hard limits of every GPU the CUDA target supports (sm_80 and newer):
 // launchable threads per block, static shared memory per block without
 // opting in to more, and registers per thread.

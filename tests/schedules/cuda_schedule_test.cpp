@@ -6,6 +6,7 @@
 #include <random>
 
 #include "generators/cuda_launches.h"
+#include "generators/jit_compile.h"
 #include "schedules/cuda_limits.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
@@ -114,6 +115,54 @@ TEST(CudaLaunches, ParsesConstantAndRunTimeSharedSizes) {
   EXPECT_EQ(launches[0].shared_bytes, 24640);
   EXPECT_EQ(launches[1].threads, 128);
   EXPECT_FALSE(launches[1].shared_bytes.has_value());
+}
+
+TEST(CudaLaunches, ParsesPtxasReports) {
+  const std::string report = R"ptxas(ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_kernel_out_s0' for 'sm_80'
+ptxas info    : Function properties for _kernel_out_s0
+    8 bytes stack frame, 12 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 63 registers, used 1 barriers, 452 bytes cmem[0]
+ptxas info    : Compiling entry function '_kernel_b' for 'sm_80'
+ptxas info    : Function properties for _kernel_b
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers)ptxas";
+  const auto kernels = parse_ptxas_report(report);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels.at("_kernel_out_s0"), std::make_pair(63, 16));
+  EXPECT_EQ(kernels.at("_kernel_b"), std::make_pair(18, 0));
+}
+
+// Limited by shared memory (7 blocks of 4 warps), by registers (255 per
+// thread: 2 blocks of 4 warps), by warps (one 1024-thread block... two).
+TEST(CudaOccupancy, TakesTheTightestLimit) {
+  EXPECT_DOUBLE_EQ(cuda_occupancy(128, 63, 20544), 28.0 / 64);
+  EXPECT_DOUBLE_EQ(cuda_occupancy(128, 255, 0), 8.0 / 64);
+  EXPECT_DOUBLE_EQ(cuda_occupancy(1024, 32, 0), 1.0);
+  EXPECT_DOUBLE_EQ(cuda_occupancy(4096, 32, 0), 0.0);
+}
+
+// The presets as ptxas assembles them (skipped without the CUDA toolkit).
+TEST(CudaLaunches, PresetsAssembleWithoutSpills) {
+  for (const std::string& name : presets_for(kCuda)) {
+    std::vector<CudaKernelResources> kernels;
+    try {
+      kernels = cuda_kernel_resources("causal.gqa8x2.d128.f16", name, kCuda);
+    } catch (const KernelError& error) {
+      if (std::string(error.what()).find("ptxas not found") != std::string::npos) {
+        GTEST_SKIP() << error.what();
+      }
+      throw;
+    }
+    ASSERT_FALSE(kernels.empty()) << name;
+    for (const CudaKernelResources& k : kernels) {
+      EXPECT_GT(k.registers, 0) << name << " " << k.launch.kernel;
+      EXPECT_EQ(k.spill_bytes, 0) << name << " " << k.launch.kernel;
+      EXPECT_GT(cuda_occupancy(k.launch.threads, k.registers, k.launch.shared_bytes.value_or(0)),
+                0.1)
+          << name << " " << k.launch.kernel;
+    }
+  }
 }
 
 }  // namespace
