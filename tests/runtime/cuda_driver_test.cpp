@@ -11,6 +11,7 @@
 #include "attnforge/attention.h"
 #include "attnforge/kernel_table.h"
 #include "generators/kernel_arguments.h"
+#include "tests/runtime/tensor_views.h"
 #include "tests/support/attention_case.h"
 
 namespace attnforge {
@@ -22,14 +23,8 @@ extern "C" void record_error(void*, const char* message) {
 }
 
 TEST(CudaDriver, TheRuntimeFindsLibcudaSo1AndReportsNoDevice) {
-  std::vector<float> q(1 * 8 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size());
-  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
-  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
-  TensorView tout =
-      TensorView::contiguous(out.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
-  AttentionOptions causal;
-  causal.mask = MaskKind::causal;
-  Status status = attention(tq, tk, tk, tout, causal);
+  testing::CudaCausalCall call;
+  Status status = attention(call.q, call.kv, call.kv, call.out, call.options);
   EXPECT_EQ(status.code, ErrorCode::no_device);
   // Found: "not found" would name the missing library instead.
   EXPECT_NE(status.message.find("the driver reports none"), std::string::npos) << status.message;

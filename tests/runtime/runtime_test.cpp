@@ -91,15 +91,9 @@ TEST(Runtime, AHeadDimWithNoKernelIsNamed) {
 }
 
 TEST(Runtime, CudaTensorsWithoutADeviceAreAClearError) {
-  std::vector<float> q(1 * 8 * 3 * 64), kv(1 * 2 * 5 * 64), out(q.size(), 7.0f);
-  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
-  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
-  TensorView tout =
-      TensorView::contiguous(out.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
-  AttentionOptions causal;
-  causal.mask = MaskKind::causal;
+  testing::CudaCausalCall call;
   KernelChoice choice;
-  Status status = choose_kernel(tq, tk, tk, tout, causal, &choice);
+  Status status = choose_kernel(call.q, call.kv, call.kv, call.out, call.options, &choice);
   if (status.ok()) GTEST_SKIP() << "a CUDA device is present: " << choice.function;
   EXPECT_EQ(status.code, ErrorCode::no_device);
   EXPECT_NE(status.message.find("CUDA"), std::string::npos) << status.message;

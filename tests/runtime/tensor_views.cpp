@@ -52,4 +52,12 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
   }
 }
 
+CudaCausalCall::CudaCausalCall()
+    : q_data(1 * 8 * 3 * 64), kv_data(1 * 2 * 5 * 64), out_data(q_data.size(), 7.0f) {
+  q = TensorView::contiguous(q_data.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
+  kv = TensorView::contiguous(kv_data.data(), ElementType::f32, {1, 2, 5, 64}, Device::cuda);
+  out = TensorView::contiguous(out_data.data(), ElementType::f32, {1, 8, 3, 64}, Device::cuda);
+  options.mask = MaskKind::causal;
+}
+
 }  // namespace attnforge::testing

@@ -4,6 +4,8 @@
 
 #include <HalideRuntime.h>
 
+#include <vector>
+
 #include "attnforge/attention.h"
 #include "generators/attention_spec.h"
 #include "tests/support/attention_case.h"
@@ -25,6 +27,18 @@ struct RuntimeCall {
   AttentionOptions options;
 
   Status run() { return attention(q, k, v, out, options); }
+};
+
+// A causal GQA call (8 query heads over 2, D 64) whose tensors say they are
+// on a CUDA device, for the runtime's answers where there is none.
+struct CudaCausalCall {
+  CudaCausalCall();
+  CudaCausalCall(const CudaCausalCall&) = delete;
+  CudaCausalCall& operator=(const CudaCausalCall&) = delete;
+
+  std::vector<float> q_data, kv_data, out_data;
+  TensorView q, kv, out;
+  AttentionOptions options;
 };
 
 }  // namespace attnforge::testing
