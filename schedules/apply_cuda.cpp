@@ -42,7 +42,9 @@ void thread_tile(Stage stage, const VarOrRVar& x, const VarOrRVar& y, const Thre
   order.insert(order.end(), inner.begin(), inner.end());
   order.push_back(l.xt);
   order.push_back(l.yt);
-  stage.reorder(order).gpu_threads(l.xt, l.yt).vectorize(l.xc).unroll(l.yc);
+  stage.reorder(order).gpu_threads(l.xt, l.yt);
+  if (t.x_chunk > 1) stage.vectorize(l.xc);
+  if (t.y_chunk > 1) stage.unroll(l.yc);
 }
 
 // A row statistic (one value per query row): threads along y only, x of
@@ -52,14 +54,16 @@ void row_threads(Func f, const Var& rows, const RVar& over, const CudaThreads& t
   f.split(rows, yt, yc, t.rows_per_thread, TailStrategy::RoundUp)
       .split(yc, yc, lane, 1)
       .reorder(lane, yc, yt)
-      .gpu_threads(lane, yt)
-      .unroll(yc);
+      .gpu_threads(lane, yt);
   f.update()
       .split(rows, yt, yc, t.rows_per_thread, TailStrategy::RoundUp)
       .split(yc, yc, lane, 1)
       .reorder(lane, yc, over, yt)
-      .gpu_threads(lane, yt)
-      .unroll(yc);
+      .gpu_threads(lane, yt);
+  if (t.rows_per_thread > 1) {
+    f.unroll(yc);
+    f.update().unroll(yc);
+  }
 }
 
 // Every definition of a per-(x, y) Func of the block: threads over chunks.
@@ -86,11 +90,15 @@ Func stage_input(Func input, Func consumer, const LoopLevel& level, const CudaTh
 }
 
 // The matrix product `product` (pure x, y; reduction `over`) per thread of
-// its consumer's tile: the thread's chunk stays in registers.
+// its consumer's tile: the thread's x_chunk x y_chunk stays in registers.
 void register_chunk(Func product, Func consumer, const Var& thread_x, const Var& x, const Var& y,
-                    const RVar& over) {
-  product.compute_at(consumer, thread_x).vectorize(x).unroll(y);
-  product.update().reorder(x, y, over).vectorize(x).unroll(y);
+                    const RVar& over, int x_chunk, int y_chunk) {
+  product.compute_at(consumer, thread_x);
+  product.update().reorder(x, y, over);
+  for (Stage stage : {Stage(product), product.update()}) {
+    if (x_chunk > 1) stage.vectorize(x);
+    if (y_chunk > 1) stage.unroll(y);
+  }
 }
 
 void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
@@ -108,7 +116,20 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
   thread_tile(out, v.d, ii, head_tile, out_loops);
   out.gpu_blocks(it, v.h, v.b);
-  const LoopLevel block(out, it);
+  LoopLevel block(out, it);
+  if (s.kv_splits > 1) {
+    // Key splits (short Lq): blocks over (split, query tile, head and batch)
+    // write each split's running state to global memory; each thread of the
+    // output's blocks then merges its own elements over the splits.
+    Func partial = f.state.in({f.split_max, f.merged});
+    const std::vector<Var> args = partial.args();  // d, ii, ks, it, h, b
+    Var hb("hb");
+    partial.compute_root();
+    thread_tile(partial, args[0], args[1], head_tile, TileLoops{});
+    partial.fuse(args[4], args[5], hb).gpu_blocks(args[2], args[3], hb);
+    block = LoopLevel(partial, args[2]);
+    for (Func merge : {f.split_max, f.merged}) merge.compute_at(out, out_loops.xt);
+  }
 
   f.q_tile.compute_at(block).store_in(MemoryType::GPUShared);
   thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
@@ -138,11 +159,13 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   }
   TileLoops logit_loops;
   thread_tile(f.logits, tv.jj, tv.ii, key_tile, logit_loops);
-  register_chunk(f.scores, f.logits, logit_loops.xt, tv.jj, tv.ii, f.over_dim.x);
+  register_chunk(f.scores, f.logits, logit_loops.xt, tv.jj, tv.ii, f.over_dim.x, t.keys_per_thread,
+                 t.rows_per_thread);
   thread_tile(f.probs, tv.jj, tv.ii, key_tile, TileLoops{});
   row_threads(f.block_max, tv.ii, f.over_block.x, t);
   row_threads(f.block_sum, tv.ii, f.over_block.x, t);
-  register_chunk(f.pv_sum, f.state, state_loops.xt, v.d, tv.ii, f.over_block.x);
+  register_chunk(f.pv_sum, f.state, state_loops.xt, v.d, tv.ii, f.over_block.x, t.dims_per_thread,
+                 t.rows_per_thread);
 
   if (s.gpu_stage_kv) {
     stage_input(p.inputs.k, f.scores, per_block, t, head_dim, s.key_block);
@@ -161,7 +184,9 @@ void root_tile(Stage stage, const Var& x, const Var& y, const Var& h, const Var&
   stage.split(x, xb, x, block_x, edge).split(y, yb, y, block_y, edge);
   stage.split(x, l.xt, l.xc, block_x / t.x, edge).split(y, l.yt, l.yc, block_y / t.y, edge);
   stage.reorder(l.xc, l.yc, l.xt, l.yt, xb, yb, h, b).fuse(h, b, hb);
-  stage.gpu_blocks(xb, yb, hb).gpu_threads(l.xt, l.yt).unroll(l.xc).unroll(l.yc);
+  stage.gpu_blocks(xb, yb, hb).gpu_threads(l.xt, l.yt);
+  if (block_x > t.x) stage.unroll(l.xc);
+  if (block_y > t.y) stage.unroll(l.yc);
 }
 
 // A per-row statistic at root: threads over rows, the reduction serial.
@@ -192,16 +217,16 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p, int head_dim
   TileLoops logit_loops;
   f.logits.compute_root();
   root_tile(f.logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, logit_loops);
-  f.scores.compute_at(f.logits, logit_loops.xt).unroll(v.j).unroll(v.i);
-  f.scores.update().reorder(v.j, v.i, f.over_dim.x).unroll(v.j).unroll(v.i);
+  register_chunk(f.scores, f.logits, logit_loops.xt, v.j, v.i, f.over_dim.x, s.key_block / t.x,
+                 s.query_tile / t.y);
   root_rows(f.row_max, v.i, v.h, v.b, f.over_keys.x, t);
   f.exp_logits.compute_root();
   root_tile(f.exp_logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, TileLoops{});
   root_rows(f.row_sum, v.i, v.h, v.b, f.over_keys.x, t);
   TileLoops out_loops;
   root_tile(p.output, v.d, v.i, v.h, v.b, head_dim, s.query_tile, t, out_loops, true);
-  f.pv.compute_at(p.output, out_loops.xt).unroll(v.d).unroll(v.i);
-  f.pv.update().reorder(v.d, v.i, f.over_keys.x).unroll(v.d).unroll(v.i);
+  register_chunk(f.pv, p.output, out_loops.xt, v.d, v.i, f.over_keys.x, head_dim / t.x,
+                 s.query_tile / t.y);
   if (p.weights.defined()) {
     root_tile(p.weights, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, TileLoops{}, true);
   }

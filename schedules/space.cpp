@@ -78,9 +78,6 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
   ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
                     "bf16 storage has no CUDA kernel (Halide's CUDA backend cannot compile it); "
                     "use f16 or f32");
-  ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits",
-                    "{}; CUDA schedules run every key block of a query tile in one block",
-                    s.kv_splits);
   ATTNFORGE_REQUIRE(spec.head_dim % x == 0, "gpu_threads_x",
                     "head_dim {} is not a multiple of {} threads", spec.head_dim, x);
   if (s.form == Form::materialized) return std::nullopt;
@@ -214,11 +211,9 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     // Blocks of query_tile rows; threads over lanes (x) and rows (y).
     forms_ = {Form::materialized};
     if (!spec.return_weights) forms_ = {Form::online, Form::materialized};
-    knobs_ = {{"query_tile", {8, 16, 32, 64}},
-              {"key_block", {8, 16, 32, 64, 128}},
-              {"gpu_threads_x", {4, 8, 16, 32}},
-              {"gpu_threads_y", {2, 4, 8, 16, 32}},
-              {"gpu_stage_kv", {0, 1}}};
+    knobs_ = {{"query_tile", {8, 16, 32, 64}},   {"key_block", {8, 16, 32, 64, 128}},
+              {"gpu_threads_x", {4, 8, 16, 32}}, {"gpu_threads_y", {2, 4, 8, 16, 32}},
+              {"gpu_stage_kv", {0, 1}},          {"kv_splits", {1, 2, 4, 8}}};
     parallel_choices_ = {Schedule{}.parallel};
     store_levels_ = {StoreLevel::tile};
     return;

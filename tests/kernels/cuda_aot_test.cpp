@@ -10,6 +10,7 @@
 #include "attnforge_materialized_cuda_table.h"
 #include "attnforge_naive_cuda_table.h"
 #include "attnforge_online_cuda_table.h"
+#include "attnforge_online_split_cuda_table.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/test_names.h"
 
@@ -40,6 +41,7 @@ std::vector<CudaKernel> all_kernels() {
   std::vector<CudaKernel> all;
   add_table(all, "naive", attnforge_naive_cuda_table);
   add_table(all, "online", attnforge_online_cuda_table);
+  add_table(all, "online_split", attnforge_online_split_cuda_table);
   add_table(all, "materialized", attnforge_materialized_cuda_table);
   return all;
 }
