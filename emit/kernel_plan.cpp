@@ -92,17 +92,17 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
                          "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
                         spec, target);
       plan.push_back({base + "generic", spec, t, "generic", {0, 0, 0}, preset, "preset " + preset});
-      if (!target.cuda) {
-        const std::string short_preset =
-            first_fitting({"materialized_avx512", "materialized_avx2"}, spec, target);
-        plan.push_back({base + "generic_q16",
-                        spec,
-                        t,
-                        "generic.q16",
-                        {0, 16, 0},
-                        short_preset,
-                        "preset " + short_preset});
-      }
+      // Short query lengths: on a CPU the unfused pipeline parallelizes over
+      // heads best; on a GPU key splits give the blocks work.
+      const std::string short_preset = first_fitting(
+          {"online_split_cuda", "materialized_avx512", "materialized_avx2"}, spec, target);
+      plan.push_back({base + "generic_q16",
+                      spec,
+                      t,
+                      "generic.q16",
+                      {0, 16, 0},
+                      short_preset,
+                      "preset " + short_preset});
       std::map<std::string, std::pair<const Record*, Schedule>> fastest;  // by bucket
       for (const Record& r : records) {
         if (r.spec != text) continue;
