@@ -10,6 +10,7 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
           compile_generator("attention", spec.to_string(), target, extra_params, autoscheduler)) {}
 
 void JitAttention::run(KernelArguments& args) const {
+  mark_host_inputs_dirty(args);
   KernelArgv argv = kernel_argv(spec_, args);
   call_jit(callable_, argv, spec_.to_string());
   // GPU kernels run asynchronously: a run ends when its outputs are written.

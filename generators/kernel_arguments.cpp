@@ -21,6 +21,13 @@ halide_type_t halide_type_of(DType dtype) {
   return halide_type_t(halide_type_float, 32);
 }
 
+void mark_host_inputs_dirty(KernelArguments& args) {
+  for (halide_buffer_t* input :
+       {args.q, args.k, args.v, args.key_lengths, args.bias, args.alibi_slopes}) {
+    if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
+  }
+}
+
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
   KernelArgv argv;
   argv.push(required_argument(args.q, "q"));

@@ -24,6 +24,11 @@ struct KernelArguments {
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
 
+// Marks every input that has no device copy yet as changed on the host, so
+// a GPU kernel copies it to its device (Halide copies only host-dirty data);
+// a CPU kernel ignores the flag.
+void mark_host_inputs_dirty(KernelArguments& args);
+
 // Pointers in the kernel's argument order: buffers as halide_buffer_t*, the
 // scale by address. Fixed storage, so a call allocates nothing; one slot
 // before the arguments holds a JIT call's user context.

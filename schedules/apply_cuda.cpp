@@ -131,9 +131,6 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
     for (Func merge : {f.split_max, f.merged}) merge.compute_at(out, out_loops.xt);
   }
 
-  f.q_tile.compute_at(block).store_in(MemoryType::GPUShared);
-  thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
-
   // The running state lives in shared memory across key blocks: Halide keeps
   // a block-level allocation per block, not per thread.
   const RVar rb = f.over_blocks.x;
@@ -144,14 +141,21 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   f.state.update().reorder(state_loops.xc, state_loops.yc, state_loops.xt, state_loops.yt, rb);
   const LoopLevel per_block(f.state, rb);
 
-  for (Func shared : {f.logits, f.probs, f.block_max, f.block_sum}) {
+  // Everything in shared memory but the state is produced and consumed
+  // within one key block. Halide packs shared allocations by their uses in
+  // program order, not across a loop's iterations: a Q tile copied once per
+  // block would share bytes with the probabilities written after its last
+  // use in an iteration, and the next iteration would read them as Q. So
+  // the Q tile is copied per key block too.
+  for (Func shared : {f.q_tile, f.logits, f.probs, f.block_max, f.block_sum}) {
     shared.compute_at(per_block).store_in(MemoryType::GPUShared);
   }
+  thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
   // Constant sizes: masks make the regions a block needs depend on the block,
   // and a launch must not loop over every block to size its shared memory.
   const std::map<std::string, int> sizes = {
       {tv.ii.name(), s.query_tile}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
-  for (Func f_ : {f.q_tile, f.state, f.logits, f.probs, f.block_max, f.block_sum, f.pv_sum}) {
+  for (Func f_ : {f.q_tile, f.state, f.logits, f.probs, f.block_max, f.block_sum}) {
     for (const Var& arg : f_.args()) {
       auto size = sizes.find(arg.name());
       f_.bound_storage(arg, size == sizes.end() ? 1 : size->second);

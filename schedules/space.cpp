@@ -60,8 +60,12 @@ std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Targe
 
 std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& spec,
                                         const Halide::Target& target) {
-  ATTNFORGE_REQUIRE(target.has_feature(Halide::Target::CUDA), "target",
-                    "'{}' is not a CUDA target; GPU schedules need one", target.to_string());
+  // OpenCL runs the same GPU loops: with a CPU OpenCL device, it checks CUDA
+  // schedules where there is no GPU.
+  ATTNFORGE_REQUIRE(
+      target.has_feature(Halide::Target::CUDA) || target.has_feature(Halide::Target::OpenCL),
+      "target", "'{}' is neither a CUDA nor an OpenCL target; GPU schedules need one",
+      target.to_string());
   ATTNFORGE_REQUIRE(is_gpu_schedule(s), "gpu_threads_x",
                     "a CUDA schedule sets gpu_threads_x and gpu_threads_y");
   const int x = s.gpu_threads_x, y = s.gpu_threads_y;

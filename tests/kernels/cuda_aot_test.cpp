@@ -56,6 +56,7 @@ TEST_P(CudaAotKernel, MatchesTheReferenceOrReportsNoDevice) {
     SCOPED_TRACE(::testing::Message()
                  << "B " << shape.batch << " Lq " << shape.q_len << " Lk " << shape.kv_len);
     AttentionCase c(spec, shape);
+    mark_host_inputs_dirty(c.arguments());
     KernelArgv argv = kernel_argv(spec, c.arguments());
     last_error.clear();
     int status = GetParam().argv_entry(argv.data());

@@ -39,6 +39,7 @@ TEST(CudaDriver, HalideKernelsFindLibcudaSo1AndFailCleanly) {
     ++cuda_kernels;
     const AttentionSpec spec = AttentionSpec::parse(entry.spec);
     testing::AttentionCase c(spec, {1, 5, 9});
+    mark_host_inputs_dirty(c.arguments());
     KernelArgv argv = kernel_argv(spec, c.arguments());
     halide_message.clear();
     EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;

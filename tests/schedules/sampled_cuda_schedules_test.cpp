@@ -1,7 +1,9 @@
 // Schedules drawn from the CUDA space (and the CUDA presets), over every
 // kind of mask, MHA/GQA/MQA, f32 and f16: each JIT-compiles for CUDA here,
-// without a GPU; where a CUDA device exists each also matches the reference
-// on sizes off every tile, with Lq != Lk.
+// without a GPU. Each then runs against the double reference, on sizes off
+// every tile with Lq != Lk both ways, on every GPU target this machine has: a
+// CUDA device, and an OpenCL device (pocl on the CPU), which runs the same
+// GPU loops, shared memory and barriers (f32 only: it has no f16).
 #include <gtest/gtest.h>
 
 #include "generators/jit_attention.h"
@@ -13,19 +15,19 @@
 namespace attnforge {
 namespace {
 
-const Halide::Target kCuda = Halide::get_host_target()
-                                 .with_feature(Halide::Target::CUDA)
-                                 .with_feature(Halide::Target::CUDACapability80);
+using Halide::Target;
+
+const Target kCuda =
+    Halide::get_host_target().with_feature(Target::CUDA).with_feature(Target::CUDACapability80);
+const Target kOpenCl = Halide::get_host_target().with_feature(Target::OpenCL);
 
 std::vector<std::string> schedules_for(const AttentionSpec& spec) {
   constexpr int kSamples = 3;
+  schedules::ScheduleSpace space(spec, kCuda);
   std::vector<std::string> all;
   for (const std::string& name : schedules::presets_for(kCuda)) {
-    if (schedules::ScheduleSpace(spec, kCuda).contains(schedules::load_preset(name))) {
-      all.push_back(name);
-    }
+    if (space.contains(schedules::load_preset(name))) all.push_back(name);
   }
-  schedules::ScheduleSpace space(spec, kCuda);
   std::mt19937 rng(7);
   for (int n = 0; n < kSamples; ++n) all.push_back(space.sample(rng).to_json().dump());
   return all;
@@ -37,40 +39,63 @@ void copy_to_host(halide_buffer_t* buffer) {
   }
 }
 
+// Runs `kernel` on the odd shapes and checks each. False when the target
+// has no device to run on.
+bool runs_correctly(const JitAttention& kernel, const AttentionSpec& spec, std::string* no_device) {
+  for (testing::CaseShape shape : {testing::CaseShape{2, 37, 101}, testing::CaseShape{1, 1, 9},
+                                   testing::CaseShape{1, 70, 19}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "B " << shape.batch << " Lq " << shape.q_len << " Lk " << shape.kv_len);
+    testing::AttentionCase c(spec, shape);
+    try {
+      kernel.run(c.arguments());
+    } catch (const KernelError& error) {
+      *no_device = error.what();
+      return false;
+    }
+    copy_to_host(c.arguments().out);
+    copy_to_host(c.arguments().weights);
+    testing::Comparison result = c.compare();
+    EXPECT_TRUE(result.ok) << result.first_failure;
+  }
+  return true;
+}
+
 class SampledCudaSchedules : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(SampledCudaSchedules, CompileAndMatchTheReferenceOnAGpu) {
+TEST_P(SampledCudaSchedules, CompileAndMatchTheReferenceOnEveryGpuTarget) {
   const AttentionSpec spec = AttentionSpec::parse(GetParam());
-  bool device = true;
-  std::string no_device;
+  bool cuda = true, opencl = spec.dtype == DType::f32;
+  std::string why_not;
+  int opencl_runs = 0;
   for (const std::string& schedule : schedules_for(spec)) {
     SCOPED_TRACE(schedule);
+    const std::map<std::string, std::string> params = {{"schedule", schedule}};
     std::unique_ptr<JitAttention> kernel;
-    ASSERT_NO_THROW(kernel = std::make_unique<JitAttention>(
-                        spec, kCuda, std::map<std::string, std::string>{{"schedule", schedule}}));
-    if (!device) continue;
-    for (testing::CaseShape shape : {testing::CaseShape{2, 37, 101}, testing::CaseShape{1, 1, 9},
-                                     testing::CaseShape{1, 70, 19}}) {
-      testing::AttentionCase c(spec, shape);
-      try {
-        kernel->run(c.arguments());
-      } catch (const KernelError& error) {
-        device = false;  // no CUDA device: compile the rest only
-        no_device = error.what();
-        break;
-      }
-      copy_to_host(c.arguments().out);
-      testing::Comparison result = c.compare();
-      EXPECT_TRUE(result.ok) << result.first_failure;
+    ASSERT_NO_THROW(kernel = std::make_unique<JitAttention>(spec, kCuda, params));
+    if (cuda) cuda = runs_correctly(*kernel, spec, &why_not);
+    if (!opencl) continue;
+    try {
+      kernel = std::make_unique<JitAttention>(spec, kOpenCl, params);
+    } catch (const KernelError& error) {
+      // Halide's OpenCL C backend lacks a few vector intrinsics CUDA has.
+      EXPECT_NE(std::string(error.what()).find("C backend"), std::string::npos) << error.what();
+      continue;
     }
+    opencl = runs_correctly(*kernel, spec, &why_not);
+    opencl_runs += opencl;
   }
-  if (!device) GTEST_SKIP() << "compiled only; no CUDA device to run on: " << no_device;
+  if (spec.dtype == DType::f32 && opencl) {
+    EXPECT_GE(opencl_runs, 2) << "the presets at least run on OpenCL";
+  }
+  if (!cuda && !opencl) GTEST_SKIP() << "compiled only; no GPU target to run on: " << why_not;
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, SampledCudaSchedules,
                          ::testing::Values("full.mha2.d64.f32", "causal.gqa4x2.d64.f16",
                                            "window20_5.br.kpad.mha2.d32.f32",
                                            "causal.br.alibi.mqa2.d128.f16",
+                                           "causal.br.alibi.gqa4x2.d64.f32",
                                            "full.bias.mha2.d32.f32.weights"),
                          [](const auto& info) { return testing::test_name_of(info.param); });
 
