@@ -52,6 +52,7 @@ std::vector<HalideAutoscheduler> autoschedulers_for(const Halide::Target& target
   // The SMs of the H100 and H200 class the GPU targets are tuned for.
   constexpr int kMultiprocessors = 132;
   if (target.has_feature(Halide::Target::CUDA)) return cuda_autoschedulers(kMultiprocessors);
+  if (target.has_gpu_feature()) return {};  // no peers for other GPU APIs
   return x86_autoschedulers(threads);
 }
 

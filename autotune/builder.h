@@ -39,7 +39,8 @@ std::vector<HalideAutoscheduler> x86_autoschedulers(int threads);
 // `multiprocessors` SMs.
 std::vector<HalideAutoscheduler> cuda_autoschedulers(int multiprocessors);
 
-// The autoschedulers for the target's kind: x86 with `threads`, or CUDA.
+// The autoschedulers for the target's kind: x86 with `threads`, CUDA, or
+// none for other GPU APIs.
 std::vector<HalideAutoscheduler> autoschedulers_for(const Halide::Target& target, int threads);
 
 // `autoscheduler` applied to the algorithm, with the shape as its estimates.

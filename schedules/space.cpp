@@ -84,6 +84,10 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                     "use f16 or f32");
   ATTNFORGE_REQUIRE(spec.head_dim % x == 0, "gpu_threads_x",
                     "head_dim {} is not a multiple of {} threads", spec.head_dim, x);
+  ATTNFORGE_REQUIRE(s.query_tile >= y && s.query_tile <= 256 && s.query_tile % y == 0, "query_tile",
+                    "{} must be a multiple of gpu_threads_y ({}) up to 256", s.query_tile, y);
+  ATTNFORGE_REQUIRE(s.key_block >= x && s.key_block <= 512 && s.key_block % x == 0, "key_block",
+                    "{} must be a multiple of gpu_threads_x ({}) up to 512", s.key_block, x);
   if (s.form == Form::materialized) return std::nullopt;
   // The fused form's passes each need their own copy of a key chunk's
   // logits; on a GPU the online form does its work in one pass.
@@ -91,10 +95,6 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                     "{} has no CUDA schedule; use online or materialized", to_string(s.form));
   ATTNFORGE_REQUIRE(!spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
-  ATTNFORGE_REQUIRE(s.query_tile >= y && s.query_tile <= 256 && s.query_tile % y == 0, "query_tile",
-                    "{} must be a multiple of gpu_threads_y ({}) up to 256", s.query_tile, y);
-  ATTNFORGE_REQUIRE(s.key_block >= x && s.key_block <= 512 && s.key_block % x == 0, "key_block",
-                    "{} must be a multiple of gpu_threads_x ({}) up to 512", s.key_block, x);
   const int shared = cuda_shared_bytes(s, spec.head_dim);
   ATTNFORGE_REQUIRE(shared <= kCudaMaxSharedBytes, "query_tile",
                     "the block needs {} bytes of shared memory; a block has {}", shared,

@@ -80,6 +80,35 @@ TEST(Tuner, TunesAWholeLayer) {
   }
 }
 
+// The GPU path of the tuner (the CUDA space, device buffers, the naive GPU
+// kernel as the reference) through Halide's OpenCL target, which runs on the
+// CPU with pocl; skipped where no OpenCL device exists.
+TEST(Tuner, TunesGpuSchedulesOnAnOpenClDevice) {
+  testing::TempDir dir;
+  TuneOptions options;
+  options.spec = AttentionSpec::parse("causal.mha2.d32.f32");
+  options.target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+  options.shape = {1, 70, 70};
+  options.budget_seconds = 60;
+  options.max_candidates = 6;
+  options.min_measure_seconds = 0.02;
+  Database db(dir.path() / "tuning.jsonl");
+  TuneSummary summary;
+  try {
+    summary = tune(options, db);
+  } catch (const std::runtime_error& error) {
+    GTEST_SKIP() << "no OpenCL device: " << error.what();
+  }
+  ASSERT_TRUE(summary.best.has_value());
+  EXPECT_GT(summary.best->schedule.value("gpu_threads_x", 0), 0);
+  int checked = 0;
+  for (const Record& r : db.records()) {
+    EXPECT_NE(r.status, Status::wrong) << r.schedule.dump() << ": " << r.detail;
+    checked += r.status == Status::ok && r.schedule.is_object();
+  }
+  EXPECT_GE(checked, 3);
+}
+
 TEST(Tuner, DurationsParse) {
   EXPECT_DOUBLE_EQ(parse_duration("3m"), 180);
   EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);

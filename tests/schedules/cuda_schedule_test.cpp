@@ -52,6 +52,10 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   s.query_tile = 64;
   s.key_block = 64;  // 64 x 128 running state alone is 128 KiB
   EXPECT_EQ(misfit(s, "full.mha8.d128.f32"), "query_tile");
+  Schedule unfused = load_preset("materialized_cuda");
+  unfused.query_tile = 8;  // fewer rows than the block's 16 threads along them
+  unfused.gpu_threads_y = 16;
+  EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "query_tile");
   s = online;
   s.kv_splits = 16;
   EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "kv_splits");
