@@ -66,6 +66,30 @@ void row_threads(Func f, const Var& rows, const RVar& over, const CudaThreads& t
   }
 }
 
+// A key block's row statistic (max or sum over its keys) in two steps: each
+// lane of a row reduces its own chunk of keys (all threads busy), then one
+// lane per row combines the lanes' partials.
+void lane_parallel_row_reduction(Func stat, const Var& rows, const RVar& over_keys,
+                                 const LoopLevel& level, const Schedule& s, const CudaThreads& t) {
+  if (t.x == 1) {
+    row_threads(stat, rows, over_keys, t);
+    return;
+  }
+  RVar lane_keys("lane_keys"), in_lane("in_lane");
+  Var lane("lane");
+  stat.update().split(over_keys, lane_keys, in_lane, s.key_block / t.x);
+  Func partial = stat.update().rfactor(lane_keys, lane);  // stat now reduces over lane_keys
+  row_threads(stat, rows, lane_keys, t);
+  partial.compute_at(level).store_in(MemoryType::GPUShared);
+  for (const Var& arg : partial.args()) {
+    const int size = arg.same_as(lane) ? t.x : arg.same_as(rows) ? s.query_tile : 1;
+    partial.bound_storage(arg, size);
+  }
+  const ThreadTile tile{t.x, t.y, 1, t.rows_per_thread};
+  thread_tile(partial, lane, rows, tile, TileLoops{});
+  thread_tile(partial.update(), lane, rows, tile, TileLoops{}, {in_lane});
+}
+
 // Every definition of a per-(x, y) Func of the block: threads over chunks.
 void block_stage(Func f, const Var& x, const Var& y, const ThreadTile& t) {
   thread_tile(f, x, y, t, TileLoops{});
@@ -166,8 +190,8 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   register_chunk(f.scores, f.logits, logit_loops.xt, tv.jj, tv.ii, f.over_dim.x, t.keys_per_thread,
                  t.rows_per_thread);
   thread_tile(f.probs, tv.jj, tv.ii, key_tile, TileLoops{});
-  row_threads(f.block_max, tv.ii, f.over_block.x, t);
-  row_threads(f.block_sum, tv.ii, f.over_block.x, t);
+  lane_parallel_row_reduction(f.block_max, tv.ii, f.over_block.x, per_block, s, t);
+  lane_parallel_row_reduction(f.block_sum, tv.ii, f.over_block.x, per_block, s, t);
   register_chunk(f.pv_sum, f.state, state_loops.xt, v.d, tv.ii, f.over_block.x, t.dims_per_thread,
                  t.rows_per_thread);
 

@@ -21,10 +21,10 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
   switch (s.form) {
     case Form::online:
       // Q tile, the running (acc, max, sum) per element, logits and
-      // probabilities of a key block, two row statistics, and the staged K
-      // and V blocks. An upper bound: Halide may pack some of them into the
-      // same bytes.
-      floats = 4 * rows * head_dim + 2 * rows * keys + 2 * rows;
+      // probabilities of a key block, two row statistics and their partials
+      // per lane, and the staged K and V blocks. An upper bound: Halide may
+      // pack some of them into the same bytes.
+      floats = 4 * rows * head_dim + 2 * rows * keys + 2 * rows + 2 * rows * s.gpu_threads_x;
       if (s.gpu_stage_kv) floats += 2 * head_dim * keys;
       break;
     case Form::fused:  // no CUDA schedule
