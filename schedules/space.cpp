@@ -88,12 +88,11 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                     "{} must be a multiple of gpu_threads_y ({}) up to 256", s.query_tile, y);
   ATTNFORGE_REQUIRE(s.key_block >= x && s.key_block <= 512 && s.key_block % x == 0, "key_block",
                     "{} must be a multiple of gpu_threads_x ({}) up to 512", s.key_block, x);
-  if (s.form == Form::materialized) return std::nullopt;
   // The fused form's passes each need their own copy of a key chunk's
   // logits; on a GPU the online form does its work in one pass.
-  ATTNFORGE_REQUIRE(s.form == Form::online, "form",
-                    "{} has no CUDA schedule; use online or materialized", to_string(s.form));
-  ATTNFORGE_REQUIRE(!spec.return_weights, "form",
+  ATTNFORGE_REQUIRE(s.form != Form::fused, "form",
+                    "fused has no CUDA schedule; use online or materialized");
+  ATTNFORGE_REQUIRE(s.form == Form::materialized || !spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
   const int shared = cuda_shared_bytes(s, spec.head_dim);
   ATTNFORGE_REQUIRE(shared <= kCudaMaxSharedBytes, "query_tile",

@@ -56,6 +56,10 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   unfused.query_tile = 8;  // fewer rows than the block's 16 threads along them
   unfused.gpu_threads_y = 16;
   EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "query_tile");
+  unfused = load_preset("materialized_cuda");
+  unfused.query_tile = 256;
+  unfused.gpu_threads_y = 2;  // 128 rows x 4 keys of q.k accumulators per thread
+  EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "gpu_threads_y");
   s = online;
   s.kv_splits = 16;
   EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "kv_splits");
