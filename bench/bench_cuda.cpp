@@ -206,10 +206,12 @@ class CudaBench {
     const TorchCudaInputs files{q.data(), k.data(), v.data(), expected.data(), a.scale};
     // The output is stored in the spec's dtype; torch's differs by rounding.
     const double tolerance = spec.dtype == DType::f16 ? 2e-2 : 1e-3;
-    for (const char* backend : {"math", "efficient", "flash", "cudnn"}) {
-      const std::string name = std::string("torch_") + backend;
-      TorchResult r =
-          run_torch_sdpa_cuda(o_.torch_python, spec, shape, files, backend, o_.min_seconds);
+    const std::vector<std::string> backends = {"math", "efficient", "flash", "cudnn"};
+    const std::vector<TorchResult> results =
+        run_torch_sdpa_cuda(o_.torch_python, spec, shape, files, backends, o_.min_seconds);
+    for (size_t n = 0; n < backends.size(); ++n) {
+      const std::string name = "torch_" + backends[n];
+      const TorchResult& r = results[n];
       if (!r.error.empty()) {
         skip(spec, label, name, r.error);
       } else if (!(r.max_abs_diff <= tolerance)) {

@@ -30,34 +30,52 @@ struct InputFile {
   size_t count;
 };
 
-// Writes `files` to a fresh folder, runs `python script --dir <folder> args...`,
-// reads its result.json and removes the folder.
-TorchResult run_script(const std::string& python, const char* script,
-                       const std::vector<InputFile>& files, const std::vector<std::string>& args) {
+// A peer's result file: its timing and largest difference, or why it failed.
+TorchResult read_result(const fs::path& path) {
   TorchResult result;
-  char name[] = "/tmp/attnforge_torch_XXXXXX";
-  if (!::mkdtemp(name)) {
-    result.error = "cannot create a temporary folder";
-    return result;
-  }
-  const fs::path dir = name;
-  for (const InputFile& file : files) write_floats(dir / file.name, file.data, file.count);
-  std::vector<std::string> command = {python, script, "--dir", dir.string()};
-  command.insert(command.end(), args.begin(), args.end());
-  const int status = run_program(command);
-  std::ifstream in(dir / "result.json");
+  std::ifstream in(path);
   nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  fs::remove_all(dir);
-  if (status != 0 || json.is_discarded() || !json.is_object()) {
-    result.error = fmt::format("{} failed (exit {})", fs::path(script).filename().string(), status);
+  if (json.is_discarded() || !json.is_object()) {
+    result.error = "no result (" + path.filename().string() + ")";
     return result;
   }
+  result.error = json.value("error", "");
   result.timing.median_ms = json.value("ms_median", 0.0);
   result.timing.min_ms = json.value("ms_min", 0.0);
   result.timing.max_ms = json.value("ms_max", 0.0);
   result.timing.repeats = json.value("repeats", 0);
   result.max_abs_diff = json.value("max_abs_diff", 1e30);
   return result;
+}
+
+// Writes `files` to a fresh folder, runs `python script --dir <folder> args...`,
+// reads each of `results` (file names the script writes there) and removes the
+// folder.
+std::vector<TorchResult> run_script(const std::string& python, const char* script,
+                                    const std::vector<InputFile>& files,
+                                    const std::vector<std::string>& args,
+                                    const std::vector<std::string>& results = {"result.json"}) {
+  char name[] = "/tmp/attnforge_torch_XXXXXX";
+  if (!::mkdtemp(name)) {
+    TorchResult failed;
+    failed.error = "cannot create a temporary folder";
+    return std::vector<TorchResult>(results.size(), failed);
+  }
+  const fs::path dir = name;
+  for (const InputFile& file : files) write_floats(dir / file.name, file.data, file.count);
+  std::vector<std::string> command = {python, script, "--dir", dir.string()};
+  command.insert(command.end(), args.begin(), args.end());
+  const int status = run_program(command);
+  std::vector<TorchResult> read;
+  for (const std::string& result : results) {
+    read.push_back(read_result(dir / result));
+    if (status != 0 && read.back().error.empty() && read.back().timing.repeats == 0) {
+      read.back().error =
+          fmt::format("{} failed (exit {})", fs::path(script).filename().string(), status);
+    }
+  }
+  fs::remove_all(dir);
+  return read;
 }
 
 }  // namespace
@@ -114,26 +132,34 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v),
                      file("expected.bin", inputs.expected)},
-                    args);
+                    args)
+      .front();
 }
 
-TorchResult run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
-                                const Shape& shape, const TorchCudaInputs& inputs,
-                                const std::string& backend, double min_seconds) {
-  TorchResult result;
-  result.error = sdpa_misfit(spec, true);
-  if (!result.error.empty()) return result;
+std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
+                                             const Shape& shape, const TorchCudaInputs& inputs,
+                                             const std::vector<std::string>& backends,
+                                             double min_seconds) {
+  TorchResult misfit;
+  misfit.error = sdpa_misfit(spec, true);
+  if (!misfit.error.empty()) return std::vector<TorchResult>(backends.size(), misfit);
   const size_t q_count = size_t(shape.batch) * spec.heads * shape.q_len * spec.head_dim;
   const size_t kv_count = size_t(shape.batch) * spec.kv_heads * shape.kv_len * spec.head_dim;
   std::vector<std::string> args = sdpa_args(spec, shape, inputs.scale, min_seconds);
-  args.insert(args.end(), {"--device", "cuda", "--backend", backend, "--dtype",
+  std::string joined;
+  std::vector<std::string> results;
+  for (const std::string& backend : backends) {
+    joined += (joined.empty() ? "" : ",") + backend;
+    results.push_back(backends.size() == 1 ? "result.json" : "result_" + backend + ".json");
+  }
+  args.insert(args.end(), {"--device", "cuda", "--backend", joined, "--dtype",
                            spec.dtype == DType::f16 ? "f16" : "f32"});
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {{"q.bin", inputs.q, q_count},
                      {"k.bin", inputs.k, kv_count},
                      {"v.bin", inputs.v, kv_count},
                      {"expected.bin", inputs.expected, q_count}},
-                    args);
+                    args, results);
 }
 
 TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
@@ -158,7 +184,8 @@ TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int 
                     {file("x.bin", inputs.x), file("w_qkv.bin", inputs.w_qkv),
                      file("b_qkv.bin", inputs.b_qkv), file("w_o.bin", inputs.w_o),
                      file("b_o.bin", inputs.b_o), file("expected.bin", inputs.expected)},
-                    args);
+                    args)
+      .front();
 }
 
 }  // namespace attnforge::bench

@@ -26,16 +26,17 @@ bool python_has_torch(const std::string& python);
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
                            int threads, const BenchInputs& inputs, double min_seconds);
 
-// The same on a CUDA device with one of its backends (default, math,
-// efficient, flash, cudnn), f32 or f16 as the spec stores: q, k, v and
-// expected are (B, H, L, D) as f32.
+// The same on a CUDA device with each of `backends` (default, math,
+// efficient, flash, cudnn) in one torch process, f32 or f16 as the spec
+// stores: q, k, v and expected are (B, H, L, D) as f32. One result per backend.
 struct TorchCudaInputs {
   const float *q, *k, *v, *expected;
   float scale;
 };
-TorchResult run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
-                                const Shape& shape, const TorchCudaInputs& inputs,
-                                const std::string& backend, double min_seconds);
+std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
+                                             const Shape& shape, const TorchCudaInputs& inputs,
+                                             const std::vector<std::string>& backends,
+                                             double min_seconds);
 
 // torch.nn.MultiheadAttention in eval mode (bench/torch_mha.py) on the
 // inputs' self-attention layer, checked against inputs.expected; timed unless

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Times torch.nn.functional.scaled_dot_product_attention on inputs written by
 the attnforge benchmarks (raw f32, dense [B, H, L, D]), on the CPU or on a CUDA
-device with one SDPA backend in f32 or f16, checks its output against the
-expected one, and writes result.json next to them. Timing: one warm-up, then
+device with one or more SDPA backends in f32 or f16, checks its output against
+the expected one, and writes result.json next to them (with several backends,
+result_<backend>.json each, holding an "error" where that backend cannot run). Timing: one warm-up, then
 repeats until at least 3 runs and --min-time seconds, stopping early once the
 best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch_timing import time_runs, write_result
+from torch_timing import time_runs, write_error, write_result
 
 BACKENDS = {"default": None, "math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
@@ -29,7 +30,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.5)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--backend", choices=list(BACKENDS), default="default")
+    p.add_argument("--backend", default="default",
+                   help="one of %s, or several joined by commas" % ", ".join(BACKENDS))
     p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -48,19 +50,31 @@ def main():
         j = torch.arange(lk, device=a.device).unsqueeze(0)
         mask = j <= i + (lk - lq)  # True: attend
     gqa = a.kv_heads != h
-    backend = BACKENDS[a.backend]
+    names = a.backend.split(",")
+    if any(name not in BACKENDS for name in names):
+        p.error("--backend: expected one of %s, got %s" % (", ".join(BACKENDS), a.backend))
 
-    def run():
-        with torch.no_grad(), (sdpa_kernel(backend) if backend else nullcontext()):
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=causal, scale=a.scale, enable_gqa=gqa)
-        if a.device == "cuda":
-            torch.cuda.synchronize()
-        return out
+    def measure(backend, file_name):
+        def run():
+            with torch.no_grad(), (sdpa_kernel(backend) if backend else nullcontext()):
+                out = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, is_causal=causal, scale=a.scale, enable_gqa=gqa)
+            if a.device == "cuda":
+                torch.cuda.synchronize()
+            return out
 
-    out = run()
-    diff = float((out.float() - expected).abs().max())
-    write_result(a.dir, time_runs(run, a.min_time), diff, torch.__version__)
+        out = run()
+        diff = float((out.float() - expected).abs().max())
+        write_result(a.dir, time_runs(run, a.min_time), diff, torch.__version__, file_name)
+
+    if len(names) == 1:
+        measure(BACKENDS[names[0]], "result.json")
+        return
+    for name in names:  # one process for all: torch starts once
+        try:
+            measure(BACKENDS[name], "result_%s.json" % name)
+        except RuntimeError as error:  # e.g. no kernel of that backend for this dtype
+            write_error(a.dir, str(error).splitlines()[0], "result_%s.json" % name)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,15 @@ def time_runs(run, min_time, max_runs=50):
     return {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1], "repeats": len(s)}
 
 
-def write_result(directory, timing, max_abs_diff, torch_version):
-    """result.json in `directory`: the timing, the largest |out - expected| and torch's version."""
+def write_result(directory, timing, max_abs_diff, torch_version, file_name="result.json"):
+    """`file_name` in `directory`: the timing, the largest |out - expected| and torch's version."""
     result = dict(timing)
     result.update({"max_abs_diff": max_abs_diff, "torch": torch_version})
-    with open(os.path.join(directory, "result.json"), "w") as f:
+    with open(os.path.join(directory, file_name), "w") as f:
         json.dump(result, f)
+
+
+def write_error(directory, error, file_name):
+    """`file_name` in `directory`, saying why a peer could not run."""
+    with open(os.path.join(directory, file_name), "w") as f:
+        json.dump({"error": error}, f)
