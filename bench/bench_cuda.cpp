@@ -108,6 +108,8 @@ class CudaBench {
 
     std::vector<Impl> correct;
     for (Impl& impl : impls) {
+      fmt::print("checking {}\n", impl.name);  // names the culprit of a crash
+      std::fflush(stdout);
       impl.clear();
       impl.run();
       autotune::CheckResult check = autotune::check_output(impl.output(), expected, spec.dtype);

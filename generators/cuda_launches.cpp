@@ -139,6 +139,11 @@ std::vector<CudaLaunch> cuda_launches(const std::string& spec, const std::string
   return launches_of(compiled_module(spec, schedule, target));
 }
 
+std::string cuda_ptx(const std::string& spec, const std::string& schedule,
+                     const Halide::Target& target) {
+  return module_ptx(compiled_module(spec, schedule, target));
+}
+
 std::map<std::string, std::pair<int, int>> parse_ptxas_report(const std::string& report) {
   static const std::regex entry(
       R"re((?:Compiling entry function|Function properties for) '?([A-Za-z0-9_$.]+))re");

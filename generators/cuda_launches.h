@@ -23,6 +23,10 @@ struct CudaLaunch {
 std::vector<CudaLaunch> cuda_launches(const std::string& spec, const std::string& schedule,
                                       const Halide::Target& target);
 
+// The PTX of every kernel of `spec` under `schedule` (empty without any).
+std::string cuda_ptx(const std::string& spec, const std::string& schedule,
+                     const Halide::Target& target);
+
 // The launches in a lowered statement's text.
 std::vector<CudaLaunch> parse_cuda_launches(const std::string& stmt);
 

@@ -24,6 +24,9 @@ using Halide::VarOrRVar;
 struct ThreadTile {
   int x_threads, y_threads;
   int x_chunk, y_chunk;  // elements per thread
+  // Halide 21's PTX backend stores a vector of f16 converted from f32 as
+  // the f32 bits cut in pieces, with no conversion: f16 chunks are unrolled.
+  bool vectorize_x = true;
 };
 
 // The loops a ThreadTile leaves: threads (xt, yt), per-thread chunk (xc, yc).
@@ -43,7 +46,13 @@ void thread_tile(Stage stage, const VarOrRVar& x, const VarOrRVar& y, const Thre
   order.push_back(l.xt);
   order.push_back(l.yt);
   stage.reorder(order).gpu_threads(l.xt, l.yt);
-  if (t.x_chunk > 1) stage.vectorize(l.xc);
+  if (t.x_chunk > 1) {
+    if (t.vectorize_x) {
+      stage.vectorize(l.xc);
+    } else {
+      stage.unroll(l.xc);
+    }
+  }
   if (t.y_chunk > 1) stage.unroll(l.yc);
 }
 
@@ -137,8 +146,10 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   Var it("it_out"), ii("ii_out");
   TileLoops out_loops;
   Func out = p.output;
+  ThreadTile out_tile = head_tile;
+  out_tile.vectorize_x = out.type() != Halide::Float(16);
   out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
-  thread_tile(out, v.d, ii, head_tile, out_loops);
+  thread_tile(out, v.d, ii, out_tile, out_loops);
   out.gpu_blocks(it, v.h, v.b);
   LoopLevel block(out, it);
   if (s.kv_splits > 1) {
