@@ -19,9 +19,11 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
   // reads outside the inputs.
   const Halide::Expr row = Halide::min(v.i, in.q_len - 1);
   const Halide::Expr key = Halide::min(v.j, in.kv_len - 1);
+  f.q_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(in.q(v.d, row, v.h, v.b));
+  f.k_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.k(v.d, key, kvh, v.b));
   f.scores(v.j, v.i, v.h, v.b) = 0.0f;
-  f.scores(v.j, v.i, v.h, v.b) += AttentionTerms::to_f32(in.q(rd, row, v.h, v.b)) *
-                                  AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
+  f.scores(v.j, v.i, v.h, v.b) +=
+      f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
 
   f.logits(v.j, v.i, v.h, v.b) =
       terms.masked_logit(f.scores(v.j, v.i, v.h, v.b) * in.scale, key, row, v.h, v.b);

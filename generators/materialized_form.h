@@ -10,6 +10,8 @@
 namespace attnforge {
 
 struct MaterializedFuncs {
+  Halide::Func q_rows{"q_rows"};          // (d, i, h, b) q as f32, rows past Lq read the last
+  Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k of head h's kv head as f32, likewise
   Halide::Func scores{"scores"};          // (j, i, h, b) q . k, f32
   Halide::Func logits{"logits"};          // (j, i, h, b) scaled, biased, masked
   Halide::Func row_max{"row_max"};        // (i, h, b)

@@ -122,6 +122,18 @@ Func stage_input(Func input, Func consumer, const LoopLevel& level, const CudaTh
   return staged;
 }
 
+// An input's block (head dim x `extent` positions) copied to shared memory,
+// stored position-major: a warp's lanes read consecutive positions of one
+// head-dim element (conflict-free, vector loads). Rows are padded by 4 so
+// that the copy's lanes, consecutive in head dim, write different banks.
+void stage_transposed(Func input, Func consumer, const LoopLevel& level, const CudaThreads& t,
+                      int head_dim, int extent) {
+  constexpr int kPad = 4;
+  Func staged = stage_input(input, consumer, level, t, head_dim, extent + kPad);
+  const std::vector<Var> args = staged.args();
+  staged.reorder_storage(args[1], args[0]);
+}
+
 // The matrix product `product` (pure x, y; reduction `over`) per thread of
 // its consumer's tile: the thread's x_chunk x y_chunk stays in registers.
 void register_chunk(Func product, Func consumer, const Var& thread_x, const Var& x, const Var& y,
@@ -258,6 +270,12 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p, int head_dim
   root_tile(f.logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, logit_loops);
   register_chunk(f.scores, f.logits, logit_loops.xt, v.j, v.i, f.over_dim.x, s.key_block / t.x,
                  s.query_tile / t.y);
+  if (s.gpu_stage_kv) {
+    // The block's K and Q rows in shared memory, read there by every thread.
+    const LoopLevel block(f.logits, Var("xb"));
+    stage_transposed(f.k_rows, f.scores, block, t, head_dim, s.key_block);
+    stage_transposed(f.q_rows, f.scores, block, t, head_dim, s.query_tile);
+  }
   root_rows(f.row_max, v.i, v.h, v.b, f.over_keys.x, t);
   f.exp_logits.compute_root();
   root_tile(f.exp_logits, v.j, v.i, v.h, v.b, s.key_block, s.query_tile, t, TileLoops{});

@@ -30,7 +30,9 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
     case Form::fused:  // no CUDA schedule
       break;
     case Form::materialized:
-      floats = 0;  // every stage reads and writes global memory
+      // Every stage reads and writes global memory; q.k may stage its K and
+      // Q rows (padded by 4).
+      if (s.gpu_stage_kv) floats = head_dim * (keys + rows + 8);
       break;
   }
   return 4 * floats;

@@ -162,7 +162,6 @@ Schedule canonical(Schedule s) {
         s.*knob.member = defaults.*knob.member;
       }
     }
-    s.gpu_stage_kv = 0;
     s.intermediates = defaults.intermediates;
     s.skip_masked_blocks = defaults.skip_masked_blocks;
     s.projection_fuse_q = defaults.projection_fuse_q;  // no query tiles to fuse into
