@@ -240,22 +240,26 @@ void root_tile(Stage stage, const Var& x, const Var& y, const Var& h, const Var&
   if (block_y > t.y) stage.unroll(l.yc);
 }
 
-// A per-row statistic at root: threads over rows, the reduction serial.
+// A per-row statistic at root, one block per gpu_threads_y rows: the warp's
+// lanes of a row each reduce every 32nd key (consecutive lanes read
+// consecutive keys), then one lane per row combines the 32 partials.
 void root_rows(Func f, const Var& i, const Var& h, const Var& b, const RVar& over,
                const CudaThreads& t) {
-  Var ib("ib"), it("it"), hb("hb");
-  const int threads = t.x * t.y;
+  constexpr int kLanes = 32;
+  Var ib("ib"), it("it"), hb("hb"), lane("lane");
+  RVar over_lanes("over_lanes"), lane_keys("lane_keys");
   f.compute_root();
-  f.split(i, ib, it, threads, TailStrategy::GuardWithIf)
-      .fuse(h, b, hb)
-      .gpu_blocks(ib, hb)
-      .gpu_threads(it);
-  f.update()
-      .split(i, ib, it, threads, TailStrategy::GuardWithIf)
-      .reorder(over, it, ib, h, b)
-      .fuse(h, b, hb)
-      .gpu_blocks(ib, hb)
-      .gpu_threads(it);
+  f.update().split(over, over_lanes, lane_keys, kLanes);
+  Func partial = f.update().rfactor(lane_keys, lane);  // f now reduces over lane_keys
+  // The initial values: a kernel of its own, a thread per row.
+  f.split(i, ib, it, t.x * t.y, TailStrategy::GuardWithIf).fuse(h, b, hb);
+  f.gpu_blocks(ib, hb).gpu_threads(it);
+  f.update().split(i, ib, it, t.y, TailStrategy::GuardWithIf).fuse(h, b, hb);
+  f.update().reorder(lane_keys, it, ib, hb).gpu_blocks(ib, hb).gpu_threads(it);
+  partial.compute_at(f, ib).store_in(MemoryType::GPUShared);
+  partial.bound_storage(lane, kLanes).bound_storage(i, t.y);
+  partial.reorder(lane, i).gpu_threads(lane, i);
+  partial.update().reorder(over_lanes, lane, i).gpu_threads(lane, i);
 }
 
 // The unfused pipeline on the GPU: q.k with the masking written once per
