@@ -57,9 +57,14 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   unfused.gpu_threads_y = 16;
   EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "query_tile");
   unfused = load_preset("materialized_cuda");
+  unfused.key_block = 64;
+  unfused.gpu_stage_kv = 0;
   unfused.query_tile = 256;
   unfused.gpu_threads_y = 2;  // 128 rows x 4 keys of q.k accumulators per thread
   EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "gpu_threads_y");
+  unfused = load_preset("materialized_cuda");
+  unfused.key_block = 128;  // staged K and Q rows: 128 x (128 + 32) floats
+  EXPECT_EQ(misfit(unfused, "full.mha8.d128.f32"), "query_tile");
   s = online;
   s.kv_splits = 16;
   EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "kv_splits");
