@@ -197,26 +197,35 @@ double parse_duration(const std::string& text) {
 
 namespace {
 
-// The naive baseline (its output is the reference every candidate is checked
-// against) and Halide's autoschedulers, each measured once per database.
-void measure_references(const TuneOptions& options, Database& database, ContainedRunner& runner,
-                        const Measurement& measurement) {
-  bool naive_recorded = database.contains(record_key(options, "naive"));
-  Outcome baseline = runner.run({measurement.baseline(!naive_recorded)})[0];
-  if (baseline.status != Status::ok) {
-    throw std::runtime_error("the naive baseline failed: " + baseline.detail);
+// The naive baseline's output: the reference every candidate is checked
+// against, written before the search.
+void write_reference(ContainedRunner& runner, const Measurement& measurement) {
+  Outcome reference = runner.run({measurement.baseline(false)})[0];
+  if (reference.status != Status::ok) {
+    throw std::runtime_error("the naive baseline failed: " + reference.detail);
   }
-  if (!naive_recorded) database.append(make_record(options, "naive", baseline));
-  if (!options.autoschedulers || options.layer) return;
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+}
+
+// The competitors, each timed once per database: the naive baseline and
+// Halide's autoschedulers. They run after the search, so that it starts at
+// once; the budget is the search's.
+void measure_competitors(const TuneOptions& options, Database& database, ContainedRunner& runner,
+                         const Measurement& measurement) {
   std::vector<Job> jobs;
   std::vector<std::string> names;
-  for (const HalideAutoscheduler& a : autoschedulers_for(options.target, threads)) {
-    std::string name = "autoscheduler:" + a.name;
-    if (database.contains(record_key(options, name))) continue;
-    jobs.push_back(measurement.autoscheduled(a));
-    names.push_back(name);
+  if (!database.contains(record_key(options, "naive"))) {
+    jobs.push_back(measurement.baseline(true));
+    names.push_back("naive");
+  }
+  if (options.autoschedulers && !options.layer) {
+    const int threads = options.threads > 0 ? options.threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+    for (const HalideAutoscheduler& a : autoschedulers_for(options.target, threads)) {
+      std::string name = "autoscheduler:" + a.name;
+      if (database.contains(record_key(options, name))) continue;
+      jobs.push_back(measurement.autoscheduled(a));
+      names.push_back(name);
+    }
   }
   std::vector<Outcome> outcomes = runner.run(jobs);
   for (size_t n = 0; n < jobs.size(); ++n) {
@@ -311,7 +320,7 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     runner = std::make_unique<ContainedRunner>(work_dir, options.runner);
     measurement = std::make_unique<Measurement>(options, work_dir / "expected.bin");
     try {
-      measure_references(options, database, *runner, *measurement);
+      write_reference(*runner, *measurement);
     } catch (...) {
       std::filesystem::remove_all(work_dir);
       throw;
@@ -388,6 +397,11 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     update_best();
     progress.seconds_left = std::max(0.0, seconds_left());
     if (on_progress && !records.empty()) on_progress(progress);
+  }
+  if (!options.simulate) {
+    measure_competitors(options, database, *runner, *measurement);
+    recorded_outcomes(options, database, progress);  // their times, for the summary
+    if (on_progress) on_progress(progress);
   }
   if (!work_dir.empty()) std::filesystem::remove_all(work_dir);
   return summary;
