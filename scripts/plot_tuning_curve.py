@@ -77,7 +77,7 @@ def main():
             when = f"half of it at {half:.0f} s" if half is not None else "no gain"
             print(f"{label}: tuned {best[-1]:.2f} ms, {gain:.3f}x the best preset "
                   f"({preset:.2f} ms); {when} of {times[-1]:.0f} s")
-    ax.set_xlabel("seconds since the run started")
+    ax.set_xlabel("seconds since the first record (the reference run precedes it)")
     ax.set_ylabel("best so far (ms, median)")
     ax.set_title("Tuning curve (dotted: best preset)")
     ax.grid(True, alpha=0.3)
