@@ -233,24 +233,40 @@ void measure_competitors(const TuneOptions& options, Database& database, Contain
   }
 }
 
-// Outcomes already in the database for this run's (spec, target, bucket), by
-// record key; the naive and autoscheduler times go to `progress`.
-std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options, const Database& database,
-                                               Progress& progress) {
-  const std::string spec = spec_key(options), target = options.target.to_string();
-  const std::string bucket =
-      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
+// This run's (spec, target, bucket): which records are its own.
+struct RunKey {
+  explicit RunKey(const TuneOptions& options)
+      : spec(spec_key(options)),
+        target(options.target.to_string()),
+        bucket(shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len)) {}
+  bool holds(const Record& r) const {
+    return r.spec == spec && r.target == target && r.bucket == bucket;
+  }
+  std::string spec, target, bucket;
+};
+
+// The recorded times of the naive baseline and the best autoscheduler, into `progress`.
+void read_competitor_times(const TuneOptions& options, const Database& database,
+                           Progress& progress) {
+  const RunKey run(options);
+  for (const Record& r : database.records()) {
+    if (!r.schedule.is_string() || r.status != Status::ok || !run.holds(r)) continue;
+    if (r.schedule == "naive") {
+      progress.naive_ms = r.ms_median;
+    } else if (progress.autoscheduler_ms == 0.0 || r.ms_median < progress.autoscheduler_ms) {
+      progress.autoscheduler_ms = r.ms_median;
+    }
+  }
+}
+
+// Outcomes of schedules already in the database for this run's (spec,
+// target, bucket), by record key.
+std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options,
+                                               const Database& database) {
+  const RunKey run(options);
   std::map<std::string, Trial> recorded;
   for (const Record& r : database.records()) {
-    if (r.spec != spec || r.target != target || r.bucket != bucket) continue;
-    if (r.schedule.is_string()) {  // the naive baseline or an autoscheduler
-      if (r.schedule == "naive" && r.status == Status::ok) progress.naive_ms = r.ms_median;
-      if (r.schedule != "naive" && r.status == Status::ok &&
-          (progress.autoscheduler_ms == 0.0 || r.ms_median < progress.autoscheduler_ms)) {
-        progress.autoscheduler_ms = r.ms_median;
-      }
-      continue;
-    }
+    if (r.schedule.is_string() || !run.holds(r)) continue;
     try {
       recorded.emplace(r.key(), Trial{Schedule::from_json(r.schedule), r.status, r.ms_median});
     } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
@@ -336,7 +352,8 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     for (const Schedule& s : batch) jobs.push_back(measurement->candidate(s));
     return runner->run(jobs);
   };
-  std::map<std::string, Trial> recorded = recorded_outcomes(options, database, progress);
+  std::map<std::string, Trial> recorded = recorded_outcomes(options, database);
+  read_competitor_times(options, database, progress);
 
   // The strategy replays from its seed: a candidate it proposes that is
   // already recorded is read back, not measured, so a resumed run follows the
@@ -400,7 +417,7 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   }
   if (!options.simulate) {
     measure_competitors(options, database, *runner, *measurement);
-    recorded_outcomes(options, database, progress);  // their times, for the summary
+    read_competitor_times(options, database, progress);
     if (on_progress) on_progress(progress);
   }
   if (!work_dir.empty()) std::filesystem::remove_all(work_dir);

@@ -69,7 +69,7 @@ std::vector<TorchResult> run_script(const std::string& python, const char* scrip
   std::vector<TorchResult> read;
   for (const std::string& result : results) {
     read.push_back(read_result(dir / result));
-    if (status != 0 && read.back().error.empty() && read.back().timing.repeats == 0) {
+    if (status != 0 && read.back().timing.repeats == 0) {
       read.back().error =
           fmt::format("{} failed (exit {})", fs::path(script).filename().string(), status);
     }
@@ -132,7 +132,7 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v),
                      file("expected.bin", inputs.expected)},
-                    args)
+                    args, {"result_default.json"})
       .front();
 }
 
@@ -150,7 +150,7 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
   std::vector<std::string> results;
   for (const std::string& backend : backends) {
     joined += (joined.empty() ? "" : ",") + backend;
-    results.push_back(backends.size() == 1 ? "result.json" : "result_" + backend + ".json");
+    results.push_back("result_" + backend + ".json");
   }
   args.insert(args.end(), {"--device", "cuda", "--backend", joined, "--dtype",
                            spec.dtype == DType::f16 ? "f16" : "f32"});

@@ -2,8 +2,8 @@
 """Times torch.nn.functional.scaled_dot_product_attention on inputs written by
 the attnforge benchmarks (raw f32, dense [B, H, L, D]), on the CPU or on a CUDA
 device with one or more SDPA backends in f32 or f16, checks its output against
-the expected one, and writes result.json next to them (with several backends,
-result_<backend>.json each, holding an "error" where that backend cannot run). Timing: one warm-up, then
+the expected one, and writes result_<backend>.json next to them for each backend
+(holding an "error" where that backend cannot run). Timing: one warm-up, then
 repeats until at least 3 runs and --min-time seconds, stopping early once the
 best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
@@ -67,9 +67,6 @@ def main():
         diff = float((out.float() - expected).abs().max())
         write_result(a.dir, time_runs(run, a.min_time), diff, torch.__version__, file_name)
 
-    if len(names) == 1:
-        measure(BACKENDS[names[0]], "result.json")
-        return
     for name in names:  # one process for all: torch starts once
         try:
             measure(BACKENDS[name], "result_%s.json" % name)

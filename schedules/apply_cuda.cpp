@@ -32,6 +32,7 @@ struct ThreadTile {
 // The loops a ThreadTile leaves: threads (xt, yt), per-thread chunk (xc, yc).
 struct TileLoops {
   Var xt{"xt"}, yt{"yt"}, xc{"xc"}, yc{"yc"};
+  Var xb{"xb"};  // a root stage's innermost block loop (root_tile)
 };
 
 // Splits x and y of `stage` into threads over chunks; the chunk loops are
@@ -128,8 +129,7 @@ Func stage_input(Func input, Func consumer, const LoopLevel& level, const CudaTh
 // that the copy's lanes, consecutive in head dim, write different banks.
 void stage_transposed(Func input, Func consumer, const LoopLevel& level, const CudaThreads& t,
                       int head_dim, int extent) {
-  constexpr int kPad = 4;
-  Func staged = stage_input(input, consumer, level, t, head_dim, extent + kPad);
+  Func staged = stage_input(input, consumer, level, t, head_dim, extent + kCudaStagedRowPad);
   const std::vector<Var> args = staged.args();
   staged.reorder_storage(args[1], args[0]);
 }
@@ -230,7 +230,8 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
 // positions); an output is guarded at its edges.
 void root_tile(Stage stage, const Var& x, const Var& y, const Var& h, const Var& b, int block_x,
                int block_y, const CudaThreads& t, const TileLoops& l, bool output = false) {
-  Var xb("xb"), yb("yb"), hb("hb");
+  Var yb("yb"), hb("hb");
+  const Var& xb = l.xb;
   const auto edge = output ? TailStrategy::GuardWithIf : TailStrategy::RoundUp;
   stage.split(x, xb, x, block_x, edge).split(y, yb, y, block_y, edge);
   stage.split(x, l.xt, l.xc, block_x / t.x, edge).split(y, l.yt, l.yc, block_y / t.y, edge);
@@ -276,7 +277,7 @@ void schedule_materialized(const Schedule& s, AttentionPipeline& p, int head_dim
                  s.query_tile / t.y);
   if (s.gpu_stage_kv) {
     // The block's K and Q rows in shared memory, read there by every thread.
-    const LoopLevel block(f.logits, Var("xb"));
+    const LoopLevel block(f.logits, logit_loops.xb);
     stage_transposed(f.k_rows, f.scores, block, t, head_dim, s.key_block);
     stage_transposed(f.q_rows, f.scores, block, t, head_dim, s.query_tile);
   }

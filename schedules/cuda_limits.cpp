@@ -31,8 +31,8 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
       break;
     case Form::materialized:
       // Every stage reads and writes global memory; q.k may stage its K and
-      // Q rows (padded by 4).
-      if (s.gpu_stage_kv) floats = head_dim * (keys + rows + 8);
+      // Q rows, each padded.
+      if (s.gpu_stage_kv) floats = head_dim * (keys + rows + 2 * kCudaStagedRowPad);
       break;
   }
   return 4 * floats;

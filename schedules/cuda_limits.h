@@ -44,5 +44,7 @@ constexpr int kCudaMaxRegistersPerThread = 255;
 // Accumulators a thread may keep: half its registers, the rest for
 // addresses, operands and the exp of the softmax.
 constexpr int kCudaAccumulatorBudget = 128;
+// Floats each position-major staged row is padded by (bank-conflict-free copies).
+constexpr int kCudaStagedRowPad = 4;
 
 }  // namespace attnforge::schedules
