@@ -27,6 +27,9 @@ struct ThreadTile {
   // Halide 21's PTX backend stores a vector of f16 converted from f32 as
   // the f32 bits cut in pieces, with no conversion: f16 chunks are unrolled.
   bool vectorize_x = true;
+  // A one-warp block (y_threads 1): x runs over gpu_lanes, so that a
+  // block-level register Func is striped over the lanes.
+  bool lanes = false;
 };
 
 // The loops a ThreadTile leaves: threads (xt, yt), per-thread chunk (xc, yc).
@@ -46,7 +49,12 @@ void thread_tile(Stage stage, const VarOrRVar& x, const VarOrRVar& y, const Thre
   order.insert(order.end(), inner.begin(), inner.end());
   order.push_back(l.xt);
   order.push_back(l.yt);
-  stage.reorder(order).gpu_threads(l.xt, l.yt);
+  stage.reorder(order);
+  if (t.lanes) {
+    stage.gpu_lanes(l.xt);
+  } else {
+    stage.gpu_threads(l.xt, l.yt);
+  }
   if (t.x_chunk > 1) {
     if (t.vectorize_x) {
       stage.vectorize(l.xc);
@@ -81,6 +89,12 @@ void row_threads(Func f, const Var& rows, const RVar& over, const CudaThreads& t
 // lane per row combines the lanes' partials.
 void lane_parallel_row_reduction(Func stat, const Var& rows, const RVar& over_keys,
                                  const LoopLevel& level, const Schedule& s, const CudaThreads& t) {
+  if (cuda_warp_block(s)) {
+    // A lane per row, reading that row's keys in turn.
+    stat.gpu_lanes(rows);
+    stat.update().reorder(over_keys, rows).gpu_lanes(rows);
+    return;
+  }
   if (t.x == 1) {
     row_threads(stat, rows, over_keys, t);
     return;
@@ -151,8 +165,9 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   const AttentionVars& v = p.vars;
   const TileVars& tv = p.tile_vars;
   const CudaThreads t = cuda_threads(s, head_dim);
-  const ThreadTile head_tile{t.x, t.y, t.dims_per_thread, t.rows_per_thread};
-  const ThreadTile key_tile{t.x, t.y, t.keys_per_thread, t.rows_per_thread};
+  const bool warp = cuda_warp_block(s);
+  const ThreadTile head_tile{t.x, t.y, t.dims_per_thread, t.rows_per_thread, true, warp};
+  const ThreadTile key_tile{t.x, t.y, t.keys_per_thread, t.rows_per_thread, true, warp};
 
   // One block per (query tile, head, batch).
   Var it("it_out"), ii("ii_out");
@@ -182,7 +197,7 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   // a block-level allocation per block, not per thread.
   const RVar rb = f.over_blocks.x;
   TileLoops state_loops;
-  f.state.compute_at(block).store_in(MemoryType::GPUShared);
+  f.state.compute_at(block).store_in(warp ? MemoryType::Register : MemoryType::GPUShared);
   thread_tile(f.state, v.d, tv.ii, head_tile, TileLoops{});
   thread_tile(f.state.update(), v.d, tv.ii, head_tile, state_loops);
   f.state.update().reorder(state_loops.xc, state_loops.yc, state_loops.xt, state_loops.yt, rb);
@@ -200,12 +215,19 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
   // Constant sizes: masks make the regions a block needs depend on the block,
   // and a launch must not loop over every block to size its shared memory.
+  // In a one-warp block, lanes write the Q tile, logits and probabilities
+  // (rows innermost) a head-dim or key chunk apart: rows padded by one keep
+  // the lanes on different banks.
+  const int padded_rows = s.query_tile + cuda_shared_row_pad(s);
   const std::map<std::string, int> sizes = {
       {tv.ii.name(), s.query_tile}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
   for (Func f_ : {f.q_tile, f.state, f.logits, f.probs, f.block_max, f.block_sum}) {
+    const bool padded =
+        f_.name() == f.q_tile.name() || f_.name() == f.logits.name() || f_.name() == f.probs.name();
     for (const Var& arg : f_.args()) {
       auto size = sizes.find(arg.name());
-      f_.bound_storage(arg, size == sizes.end() ? 1 : size->second);
+      const bool rows = arg.same_as(tv.ii) && padded;
+      f_.bound_storage(arg, rows ? padded_rows : size == sizes.end() ? 1 : size->second);
     }
   }
   TileLoops logit_loops;
@@ -219,7 +241,12 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
                  t.rows_per_thread);
 
   if (s.gpu_stage_kv) {
-    stage_input(p.inputs.k, f.scores, per_block, t, head_dim, s.key_block);
+    // A warp's lanes run over keys in q.k: K is staged keys innermost.
+    if (warp) {
+      stage_transposed(p.inputs.k, f.scores, per_block, t, head_dim, s.key_block);
+    } else {
+      stage_input(p.inputs.k, f.scores, per_block, t, head_dim, s.key_block);
+    }
     stage_input(p.inputs.v, f.pv_sum, per_block, t, head_dim, s.key_block);
   }
 }

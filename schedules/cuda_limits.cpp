@@ -15,11 +15,27 @@ CudaThreads cuda_threads(const Schedule& s, int head_dim) {
   return t;
 }
 
+bool cuda_warp_block(const Schedule& s) {
+  return s.form == Form::online && s.gpu_threads_x == kCudaWarp && s.gpu_threads_y == 1;
+}
+
+int cuda_shared_row_pad(const Schedule& s) {
+  return cuda_warp_block(s) ? 1 : 0;
+}
+
 int cuda_shared_bytes(const Schedule& s, int head_dim) {
   const int rows = s.query_tile, keys = s.key_block;
   int floats = 0;
   switch (s.form) {
     case Form::online:
+      if (cuda_warp_block(s)) {
+        // The state is in registers: the Q tile, logits and probabilities,
+        // two row statistics and the staged K (padded) and V blocks.
+        const int padded = rows + cuda_shared_row_pad(s);
+        floats = padded * head_dim + 2 * padded * keys + 2 * rows;
+        if (s.gpu_stage_kv) floats += head_dim * (2 * keys + kCudaStagedRowPad);
+        break;
+      }
       // Q tile, the running (acc, max, sum) per element, logits and
       // probabilities of a key block, two row statistics and their partials
       // per lane, and the staged K and V blocks. An upper bound: Halide may
@@ -39,10 +55,11 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 }
 
 int cuda_register_values(const Schedule& s, int head_dim) {
-  // The larger of a thread's q.k and P.V accumulator chunks (the running
-  // state is in shared memory).
+  // The larger of a thread's q.k and P.V accumulator chunks.
   const CudaThreads t = cuda_threads(s, head_dim);
-  return t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);
+  const int chunk = t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);
+  // A warp block's lanes also hold their slice of the (acc, max, sum) state.
+  return cuda_warp_block(s) ? chunk + 3 * t.rows_per_thread * t.dims_per_thread : chunk;
 }
 
 double cuda_occupancy(int threads, int registers, int shared_bytes, const SmLimits& sm) {

@@ -16,6 +16,16 @@ struct CudaThreads {
 
 CudaThreads cuda_threads(const Schedule& schedule, int head_dim);
 
+// An online schedule whose block is one warp (gpu_threads 32 x 1): each lane
+// keeps its head-dim slice of every row's running state in registers, as
+// Halide stripes a block's register Func over gpu_lanes. CUDA only: OpenCL
+// has no gpu_lanes.
+bool cuda_warp_block(const Schedule& schedule);
+constexpr int kCudaWarp = 32;
+
+// Floats the rows of a one-warp block's shared tiles are padded by (0 otherwise).
+int cuda_shared_row_pad(const Schedule& schedule);
+
 // Shared memory of one block in bytes (f32 intermediates).
 int cuda_shared_bytes(const Schedule& schedule, int head_dim);
 

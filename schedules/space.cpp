@@ -94,6 +94,21 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                     "fused has no CUDA schedule; use online or materialized");
   ATTNFORGE_REQUIRE(s.form == Form::materialized || !spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
+  if (cuda_warp_block(s)) {
+    ATTNFORGE_REQUIRE(target.has_feature(Halide::Target::CUDA), "gpu_threads_y",
+                      "a block of one warp (32 x 1) keeps its state in lane registers, which "
+                      "needs CUDA; '{}' has none",
+                      target.to_string());
+    ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits",
+                      "{}; a block of one warp (32 x 1) takes every key block (1)", s.kv_splits);
+    // Halide 21 loses a symbol lowering the key lengths' loads with lane shuffles.
+    ATTNFORGE_REQUIRE(!spec.key_padding, "key_padding",
+                      "a block of one warp (gpu_threads 32 x 1) has no kernel with key padding "
+                      "(Halide's lane lowering fails on it); use more rows of threads");
+    ATTNFORGE_REQUIRE(s.query_tile <= kCudaWarp, "query_tile",
+                      "{}; a block of one warp reduces each row in its own lane (at most {})",
+                      s.query_tile, kCudaWarp);
+  }
   const int shared = cuda_shared_bytes(s, spec.head_dim);
   ATTNFORGE_REQUIRE(shared <= kCudaMaxSharedBytes, "query_tile",
                     "the block needs {} bytes of shared memory; a block has {}", shared,
@@ -215,7 +230,7 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     forms_ = {Form::materialized};
     if (!spec.return_weights) forms_ = {Form::online, Form::materialized};
     knobs_ = {{"query_tile", {8, 16, 32, 64}},   {"key_block", {8, 16, 32, 64, 128}},
-              {"gpu_threads_x", {4, 8, 16, 32}}, {"gpu_threads_y", {2, 4, 8, 16, 32}},
+              {"gpu_threads_x", {4, 8, 16, 32}}, {"gpu_threads_y", {1, 2, 4, 8, 16, 32}},
               {"gpu_stage_kv", {0, 1}},          {"kv_splits", {1, 2, 4, 8}}};
     parallel_choices_ = {Schedule{}.parallel};
     store_levels_ = {StoreLevel::tile};

@@ -11,6 +11,7 @@
 #include "attnforge_naive_cuda_table.h"
 #include "attnforge_online_cuda_table.h"
 #include "attnforge_online_split_cuda_table.h"
+#include "attnforge_online_warp_cuda_table.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/test_names.h"
 
@@ -42,6 +43,7 @@ std::vector<CudaKernel> all_kernels() {
   add_table(all, "naive", attnforge_naive_cuda_table);
   add_table(all, "online", attnforge_online_cuda_table);
   add_table(all, "online_split", attnforge_online_split_cuda_table);
+  add_table(all, "online_warp", attnforge_online_warp_cuda_table);
   add_table(all, "materialized", attnforge_materialized_cuda_table);
   return all;
 }

@@ -23,12 +23,16 @@ std::string misfit(const Schedule& s, const std::string& spec) {
 
 TEST(CudaSchedule, PresetsFitEveryHeadDimUpTo128) {
   for (const std::string& name : presets_for(kCuda)) {
-    for (const char* spec :
-         {"full.mha8.d64.f32", "causal.gqa8x2.d128.f16", "window8_8.kpad.mha2.d32.f32"}) {
-      EXPECT_EQ(misfit(load_preset(name), spec), "(fits)") << name << " " << spec;
+    for (const char* spec : {"full.mha8.d64.f32", "causal.gqa8x2.d128.f16",
+                             "window8_8.mha2.d32.f32", "window8_8.kpad.mha2.d32.f32"}) {
+      // One-warp blocks have no key padding: Halide fails to lower it.
+      const bool warp = cuda_warp_block(load_preset(name));
+      const bool kpad = AttentionSpec::parse(spec).key_padding;
+      EXPECT_EQ(misfit(load_preset(name), spec), warp && kpad ? "key_padding" : "(fits)")
+          << name << " " << spec;
     }
   }
-  EXPECT_EQ(presets_for(kCuda).size(), 3u);
+  EXPECT_EQ(presets_for(kCuda).size(), 4u);
 }
 
 TEST(CudaSchedule, MisfitsNameTheKnob) {
@@ -99,6 +103,7 @@ TEST(CudaSchedule, LaunchesMatchTheChecks) {
                            "window16_16.kpad.alibi.mha2.d32.f32"}) {
     for (const std::string& name : presets_for(kCuda)) {
       const Schedule s = load_preset(name);
+      if (check(s, AttentionSpec::parse(spec), kCuda)) continue;  // a misfit, tested above
       const std::vector<CudaLaunch> launches = cuda_launches(spec, name, kCuda);
       ASSERT_FALSE(launches.empty()) << name;
       const int head_dim = AttentionSpec::parse(spec).head_dim;
