@@ -1,5 +1,6 @@
 #include "apply_cuda.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -128,12 +129,19 @@ Func stage_input(Func input, Func consumer, const LoopLevel& level, const CudaTh
   std::vector<Var> args = staged.args();
   staged.bound_storage(args[0], head_dim).bound_storage(args[1], keys);
   Var xo("xo"), xt("xt"), yo("yo"), yt("yt");
+  // The guarded split also keeps the input's region, as Halide bounds it
+  // over every block, within the input: a one-warp block splits it too, in
+  // serial steps of two.
   staged.compute_at(level)
       .store_in(MemoryType::GPUShared)
       .split(args[0], xo, xt, t.x, TailStrategy::GuardWithIf)
-      .split(args[1], yo, yt, t.y, TailStrategy::GuardWithIf)
-      .reorder(xt, yt, xo, yo)
-      .gpu_threads(xt, yt);
+      .split(args[1], yo, yt, std::max(t.y, 2), TailStrategy::GuardWithIf)
+      .reorder(xt, yt, xo, yo);
+  if (t.y > 1) {
+    staged.gpu_threads(xt, yt);
+  } else {
+    staged.gpu_threads(xt).unroll(yt);
+  }
   return staged;
 }
 

@@ -7,11 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attnforge_materialized_cuda_table.h"
-#include "attnforge_naive_cuda_table.h"
-#include "attnforge_online_cuda_table.h"
-#include "attnforge_online_split_cuda_table.h"
-#include "attnforge_online_warp_cuda_table.h"
+#include "tests/kernels/cuda_kernel_tables.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/test_names.h"
 
@@ -20,32 +16,12 @@ namespace {
 
 using testing::AttentionCase;
 using testing::CaseShape;
+using testing::CudaKernel;
 
 std::string last_error;
 
 extern "C" void record_error(void*, const char* message) {
   last_error = message;
-}
-
-struct CudaKernel {
-  std::string set;
-  const char* spec;
-  int (*argv_entry)(void** args);
-};
-
-template <typename Table>
-void add_table(std::vector<CudaKernel>& all, const std::string& set, const Table& table) {
-  for (const auto& entry : table) all.push_back({set, entry.spec, entry.argv_entry});
-}
-
-std::vector<CudaKernel> all_kernels() {
-  std::vector<CudaKernel> all;
-  add_table(all, "naive", attnforge_naive_cuda_table);
-  add_table(all, "online", attnforge_online_cuda_table);
-  add_table(all, "online_split", attnforge_online_split_cuda_table);
-  add_table(all, "online_warp", attnforge_online_warp_cuda_table);
-  add_table(all, "materialized", attnforge_materialized_cuda_table);
-  return all;
 }
 
 class CudaAotKernel : public ::testing::TestWithParam<CudaKernel> {};
@@ -73,7 +49,7 @@ TEST_P(CudaAotKernel, MatchesTheReferenceOrReportsNoDevice) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CudaAotKernel, ::testing::ValuesIn(all_kernels()),
+INSTANTIATE_TEST_SUITE_P(Table, CudaAotKernel, ::testing::ValuesIn(testing::all_cuda_kernels()),
                          [](const auto& info) {
                            return info.param.set + "_" + testing::test_name_of(info.param.spec);
                          });

@@ -1,0 +1,36 @@
+// Every AOT CUDA kernel set the tests link: naive and the CUDA presets.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnforge_materialized_cuda_table.h"
+#include "attnforge_naive_cuda_table.h"
+#include "attnforge_online_cuda_table.h"
+#include "attnforge_online_split_cuda_table.h"
+#include "attnforge_online_warp_cuda_table.h"
+
+namespace attnforge::testing {
+
+struct CudaKernel {
+  std::string set;
+  const char* spec;
+  int (*argv_entry)(void** args);
+};
+
+template <typename Table>
+void add_table(std::vector<CudaKernel>& all, const std::string& set, const Table& table) {
+  for (const auto& entry : table) all.push_back({set, entry.spec, entry.argv_entry});
+}
+
+inline std::vector<CudaKernel> all_cuda_kernels() {
+  std::vector<CudaKernel> all;
+  add_table(all, "naive", attnforge_naive_cuda_table);
+  add_table(all, "online", attnforge_online_cuda_table);
+  add_table(all, "online_split", attnforge_online_split_cuda_table);
+  add_table(all, "online_warp", attnforge_online_warp_cuda_table);
+  add_table(all, "materialized", attnforge_materialized_cuda_table);
+  return all;
+}
+
+}  // namespace attnforge::testing
