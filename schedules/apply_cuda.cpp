@@ -201,8 +201,9 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
     for (Func merge : {f.split_max, f.merged}) merge.compute_at(out, out_loops.xt);
   }
 
-  // The running state lives in shared memory across key blocks: Halide keeps
-  // a block-level allocation per block, not per thread.
+  // The running state lives across key blocks, at block level: in shared
+  // memory (a block-level register Func would be whole in every thread),
+  // or, in a one-warp block, in registers striped over the lanes.
   const RVar rb = f.over_blocks.x;
   TileLoops state_loops;
   f.state.compute_at(block).store_in(warp ? MemoryType::Register : MemoryType::GPUShared);

@@ -80,6 +80,25 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   EXPECT_EQ(misfit(s, "full.mha1.d64.f32"), "query_tile");  // shared memory first
 }
 
+TEST(CudaSchedule, OneWarpBlocksNameWhatTheyCannotDo) {
+  const Schedule warp = load_preset("online_warp_cuda");
+  ASSERT_TRUE(cuda_warp_block(warp));
+  EXPECT_EQ(misfit(warp, "full.mha8.d64.f32"), "(fits)");
+  Schedule s = warp;
+  s.kv_splits = 2;
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "kv_splits");
+  s = warp;
+  s.query_tile = 64;  // more rows than lanes to reduce them
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "query_tile");
+  s = warp;
+  s.query_tile = 32;  // 3 x 32 x 2 state values and 32 x 4 q.k accumulators per lane
+  EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "gpu_threads_y");
+  const Halide::Target opencl("x86-64-linux-avx-avx2-fma-opencl");
+  auto error = check(warp, AttentionSpec::parse("full.mha8.d64.f32"), opencl);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->field(), "gpu_threads_y");
+}
+
 TEST(CudaSchedule, SpaceHoldsOnlyLegalGpuSchedules) {
   ScheduleSpace space(AttentionSpec::parse("causal.mha8.d64.f16"), kCuda);
   const std::vector<Schedule> all = space.enumerate();
