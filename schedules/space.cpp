@@ -229,7 +229,7 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     // Blocks of query_tile rows; threads over lanes (x) and rows (y).
     forms_ = {Form::materialized};
     if (!spec.return_weights) forms_ = {Form::online, Form::materialized};
-    knobs_ = {{"query_tile", {8, 16, 32, 64}},   {"key_block", {8, 16, 32, 64, 128}},
+    knobs_ = {{"query_tile", {8, 16, 32, 64}},   {"key_block", {8, 16, 32, 64, 128, 256}},
               {"gpu_threads_x", {4, 8, 16, 32}}, {"gpu_threads_y", {1, 2, 4, 8, 16, 32}},
               {"gpu_stage_kv", {0, 1}},          {"kv_splits", {1, 2, 4, 8}}};
     parallel_choices_ = {Schedule{}.parallel};
