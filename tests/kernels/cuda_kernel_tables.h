@@ -1,6 +1,7 @@
 // Every AOT CUDA kernel set the tests link: naive and the CUDA presets.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct CudaKernel {
   const char* spec;
   int (*argv_entry)(void** args);
 };
+
+// How a failing test names its kernel.
+inline void PrintTo(const CudaKernel& kernel, std::ostream* out) {
+  *out << kernel.set << " " << kernel.spec;
+}
 
 template <typename Table>
 void add_table(std::vector<CudaKernel>& all, const std::string& set, const Table& table) {
