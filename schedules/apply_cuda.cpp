@@ -227,17 +227,17 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   // In a one-warp block, lanes write the Q tile, logits and probabilities
   // (rows innermost) a head-dim or key chunk apart: rows padded by one keep
   // the lanes on different banks.
-  const int padded_rows = s.query_tile + cuda_shared_row_pad(s);
-  const std::map<std::string, int> sizes = {
-      {tv.ii.name(), s.query_tile}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
-  for (Func f_ : {f.q_tile, f.state, f.logits, f.probs, f.block_max, f.block_sum}) {
-    const bool padded =
-        f_.name() == f.q_tile.name() || f_.name() == f.logits.name() || f_.name() == f.probs.name();
-    for (const Var& arg : f_.args()) {
+  auto bound_storage = [&](Func func, int rows) {
+    const std::map<std::string, int> sizes = {
+        {tv.ii.name(), rows}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
+    for (const Var& arg : func.args()) {
       auto size = sizes.find(arg.name());
-      const bool rows = arg.same_as(tv.ii) && padded;
-      f_.bound_storage(arg, rows ? padded_rows : size == sizes.end() ? 1 : size->second);
+      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
     }
+  };
+  for (Func func : {f.state, f.block_max, f.block_sum}) bound_storage(func, s.query_tile);
+  for (Func func : {f.q_tile, f.logits, f.probs}) {
+    bound_storage(func, s.query_tile + cuda_shared_row_pad(s));
   }
   TileLoops logit_loops;
   thread_tile(f.logits, tv.jj, tv.ii, key_tile, logit_loops);
