@@ -29,6 +29,12 @@ T field(const nlohmann::json& json, const char* name) {
   }
 }
 
+// An optional text field: empty when absent, and like a required one when
+// of another type (the line is not a record).
+std::string optional_text(const nlohmann::json& json, const char* name) {
+  return json.contains(name) ? field<std::string>(json, name) : std::string();
+}
+
 }  // namespace
 
 Status status_of(const std::string& text) {
@@ -78,11 +84,11 @@ Record Record::from_json(const nlohmann::json& json) {
   r.ms_median = field<double>(json, "ms_median");
   r.ms_min = field<double>(json, "ms_min");
   r.ms_max = field<double>(json, "ms_max");
-  r.detail = json.value("detail", "");
-  r.strategy = json.value("strategy", "");
-  r.attnforge_version = json.value("attnforge_version", "");
-  r.halide_version = json.value("halide_version", "");
-  r.time = json.value("time", "");
+  r.detail = optional_text(json, "detail");
+  r.strategy = optional_text(json, "strategy");
+  r.attnforge_version = optional_text(json, "attnforge_version");
+  r.halide_version = optional_text(json, "halide_version");
+  r.time = optional_text(json, "time");
   return r;
 }
 

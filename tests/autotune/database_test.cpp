@@ -88,6 +88,18 @@ TEST(Database, TornAndForeignLinesAreSkippedNotTheFile) {
   EXPECT_EQ(db.skipped_lines(), 3u);  // not json, not a record, torn
 }
 
+TEST(Database, RecordWithAnOptionalFieldOfAnotherTypeIsSkipped) {
+  TempFile file;
+  Database writer(file.path);
+  writer.append(make_record(1));
+  nlohmann::json odd = make_record(2).to_json();
+  odd["halide_version"] = 21;  // text expected
+  append_raw(file.path, odd.dump() + "\n");
+  Database db(file.path);
+  ASSERT_EQ(db.records().size(), 1u);
+  EXPECT_EQ(db.skipped_lines(), 1u);
+}
+
 TEST(Database, OverlongLineIsSkipped) {
   TempFile file;
   append_raw(file.path, std::string(kMaxRecordBytes + 10, '[') + "\n");
