@@ -1,5 +1,7 @@
 #include "jit_compile.h"
 
+#include "kernel_memory.h"
+
 namespace attnforge {
 
 namespace {
@@ -43,6 +45,14 @@ Halide::Callable compile_generator(const std::string& name, const std::string& s
 
 void call_jit(const Halide::Callable& callable, KernelArgv& argv, const std::string& label) {
   Halide::JITUserContext context;
+  // The AOT runtime's allocator, so a JIT run (a tuner's measurement) pays for
+  // memory what the shipped kernel pays.
+  context.handlers.custom_malloc = [](Halide::JITUserContext*, size_t bytes) {
+    return kernel_memory_allocate(bytes);
+  };
+  context.handlers.custom_free = [](Halide::JITUserContext*, void* block) {
+    kernel_memory_free(block);
+  };
   Halide::JITUserContext* context_ptr = &context;
   int status = 0;
   try {

@@ -8,6 +8,7 @@
 #include "cpu_features.h"
 #include "cuda_driver.h"
 #include "generators/kernel_arguments.h"
+#include "halide_memory.h"
 #include "halide_tensor.h"
 #include "kernel_registry.h"
 
@@ -66,6 +67,7 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   Status status = prepare(q, k, v, out, options, &call, &kernel);
   if (!status.ok() || call.empty) return status;
   install_error_handler();
+  runtime::install_kernel_memory();
 
   const KernelPackage& package = attnforge_kernel_package;
   const int64_t heads = q.shape[1];

@@ -1,14 +1,19 @@
 // The runtime against an emitted package: results match the double reference
 // for every packaged spec on odd sizes; dispatch picks the tuned kernel of the
 // call's shape bucket, else the generic one; every bad argument is a clear
-// error that leaves out untouched; concurrent calls are correct.
+// error that leaves out untouched; concurrent calls are correct; kernels take
+// their memory from kernel_memory unless the application set an allocator.
+#include <HalideRuntime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "attnforge/attention.h"
+#include "generators/kernel_memory.h"
 #include "tensor_views.h"
 
 namespace attnforge::testing {
@@ -136,6 +141,42 @@ TEST(Runtime, OneThreadGivesTheSameResults) {
   set_num_threads(1);
   expect_matches_reference("causal.gqa8x2.d64.f32", {2, 33, 47});
   set_num_threads(0);
+}
+
+// Each runs in a child process: the runtime chooses Halide's allocator once
+// per process.
+TEST(Runtime, KernelsTakeTheirMemoryFromKernelMemory) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        expect_matches_reference("causal.gqa8x2.d64.f32", {1, 64, 64});
+        void* block = halide_malloc(nullptr, size_t{1} << 20);
+        const bool owned = kernel_memory_owns(block);
+        halide_free(nullptr, block);
+        std::exit(owned && !::testing::Test::HasFailure() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+std::atomic<int> application_allocations{0};
+void* application_malloc(void* user_context, size_t bytes) {
+  ++application_allocations;
+  return halide_default_malloc(user_context, bytes);
+}
+
+TEST(Runtime, AnApplicationsOwnHalideAllocatorIsKept) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        halide_set_custom_malloc(application_malloc);
+        expect_matches_reference("causal.gqa8x2.d64.f32", {1, 64, 64});
+        const bool kept = application_allocations > 0;
+        void* block = halide_malloc(nullptr, size_t{1} << 20);
+        const bool owned = kernel_memory_owns(block);
+        halide_free(nullptr, block);
+        std::exit(kept && !owned && !::testing::Test::HasFailure() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

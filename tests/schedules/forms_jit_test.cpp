@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "generators/jit_attention.h"
+#include "generators/kernel_memory.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
@@ -84,6 +85,23 @@ TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
       }
     }
   }
+}
+
+// A JIT run takes its tiles from kernel_memory, as the AOT runtime does, so
+// the tuner measures what ships. One thread: the tiles are this thread's.
+TEST(FormsJitMemory, TilesComeFromKernelMemory) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  AttentionSpec spec = AttentionSpec::parse("full.mha2.d64.f32");
+  schedules::Schedule schedule = schedules::load_preset(preset_for("fused"));
+  schedule.query_tile = 64;  // a 64 x 300 tile of logits: over 64 KB
+  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule.to_json().dump()}});
+  JitAttention::set_num_threads(1);
+  const size_t kept = kernel_memory_cached_bytes();
+  AttentionCase c(spec, {1, 64, 300}, {.seed = 5});
+  kernel.run(c.arguments());
+  JitAttention::set_num_threads(0);
+  EXPECT_GT(kernel_memory_cached_bytes(), kept);
+  EXPECT_TRUE(c.compare().ok);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, FormsJit, ::testing::ValuesIn(form_cases()),

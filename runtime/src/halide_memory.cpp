@@ -1,0 +1,53 @@
+#include "halide_memory.h"
+
+#include <HalideRuntime.h>
+
+#include <mutex>
+
+#include "generators/kernel_memory.h"
+
+namespace attnforge::runtime {
+
+namespace {
+
+void* allocate(void*, size_t bytes) {
+  return kernel_memory_allocate(bytes);
+}
+
+// Frees both kinds, so a block Halide's own allocator gave out just before
+// the switch is still freed correctly.
+void free_any(void* user_context, void* block) {
+  if (kernel_memory_owns(block)) {
+    kernel_memory_free(block);
+  } else if (block) {
+    halide_default_free(user_context, block);
+  }
+}
+
+bool install() {
+  // The free that handles both goes in first, so no block meets a free that
+  // does not know it.
+  halide_free_t previous_free = halide_set_custom_free(free_any);
+  if (previous_free != halide_default_free) {
+    halide_set_custom_free(previous_free);
+    return false;
+  }
+  halide_malloc_t previous_malloc = halide_set_custom_malloc(allocate);
+  if (previous_malloc != halide_default_malloc) {
+    halide_set_custom_malloc(previous_malloc);
+    halide_set_custom_free(previous_free);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool install_kernel_memory() {
+  static std::once_flag once;
+  static bool installed = false;
+  std::call_once(once, [] { installed = install(); });
+  return installed;
+}
+
+}  // namespace attnforge::runtime
