@@ -8,9 +8,6 @@ namespace attnforge {
 
 namespace {
 
-// Blocks smaller than this come and go through the C library, which serves
-// them without new mappings; larger ones are kept.
-constexpr size_t kPooledBytes = size_t{64} << 10;
 // What one thread keeps at most: the tiles of the largest schedules in the
 // space, not the root buffers of an unfused one.
 constexpr size_t kCachedBytesPerThread = size_t{8} << 20;
@@ -46,50 +43,70 @@ void release(void* payload) {
 // blocks go straight back to the system.
 thread_local bool cache_gone = false;
 
+// Freed blocks by size class, oldest evicted first when the bound is reached.
 class ThreadCache {
  public:
   ~ThreadCache() {
     cache_gone = true;
-    for (void*& block : blocks_) {
-      if (block) release(block);
+    for (Slot& slot : slots_) {
+      if (slot.block) release(slot.block);
     }
   }
 
-  // The smallest kept block that holds `bytes` without wasting half of it.
-  void* take(size_t bytes) {
-    void** best = nullptr;
-    for (void*& block : blocks_) {
-      if (!block) continue;
-      size_t capacity = capacity_of(block);
-      if (capacity < bytes || capacity > 2 * bytes) continue;
-      if (!best || capacity < capacity_of(*best)) best = &block;
+  // A kept block of `capacity` bytes (a size class), or nullptr.
+  void* take(size_t capacity) {
+    for (Slot& slot : slots_) {
+      if (!slot.block || capacity_of(slot.block) != capacity) continue;
+      void* block = slot.block;
+      slot.block = nullptr;
+      bytes_ -= capacity;
+      return block;
     }
-    if (!best) return nullptr;
-    void* block = *best;
-    *best = nullptr;
-    bytes_ -= capacity_of(block);
-    return block;
+    return nullptr;
   }
 
-  // Keeps `block` if there is room; otherwise the block goes back to the system.
+  // Keeps `block`, evicting the oldest kept blocks to stay within the bound.
   void give(void* block) {
-    size_t capacity = capacity_of(block);
-    if (bytes_ + capacity <= kCachedBytesPerThread) {
-      for (void*& slot : blocks_) {
-        if (slot) continue;
-        slot = block;
-        bytes_ += capacity;
-        return;
-      }
+    const size_t capacity = capacity_of(block);
+    if (capacity > kCachedBytesPerThread) {
+      release(block);
+      return;
     }
-    release(block);
+    Slot* free_slot = nullptr;
+    while (!(free_slot = room_for(capacity))) evict_oldest();
+    *free_slot = {block, ++clock_};
+    bytes_ += capacity;
   }
 
   size_t bytes() const { return bytes_; }
 
  private:
-  std::array<void*, 8> blocks_{};
+  struct Slot {
+    void* block = nullptr;
+    uint64_t freed_at = 0;
+  };
+
+  Slot* room_for(size_t capacity) {
+    if (bytes_ + capacity > kCachedBytesPerThread) return nullptr;
+    for (Slot& slot : slots_) {
+      if (!slot.block) return &slot;
+    }
+    return nullptr;
+  }
+
+  void evict_oldest() {
+    Slot* oldest = nullptr;
+    for (Slot& slot : slots_) {
+      if (slot.block && (!oldest || slot.freed_at < oldest->freed_at)) oldest = &slot;
+    }
+    bytes_ -= capacity_of(oldest->block);
+    release(oldest->block);
+    oldest->block = nullptr;
+  }
+
+  std::array<Slot, 16> slots_{};
   size_t bytes_ = 0;
+  uint64_t clock_ = 0;
 };
 
 ThreadCache& thread_cache() {
@@ -97,19 +114,23 @@ ThreadCache& thread_cache() {
   return cache;
 }
 
-size_t round_up(size_t bytes, size_t multiple) {
-  return (bytes + multiple - 1) / multiple * multiple;
+// Size classes are powers of two from the alignment up, so a tile that grows
+// a little from one call to the next (a causal mask's key range) still finds
+// its block; blocks too large to keep are whole pages.
+size_t size_class(size_t bytes) {
+  if (bytes > kCachedBytesPerThread) return (bytes + kPage - 1) / kPage * kPage;
+  size_t capacity = kernel_memory_alignment;
+  while (capacity < bytes) capacity *= 2;
+  return capacity;
 }
 
 }  // namespace
 
 void* kernel_memory_allocate(size_t bytes) {
-  const bool pooled = bytes >= kPooledBytes;
-  if (pooled && !cache_gone) {
-    if (void* block = thread_cache().take(bytes)) return block;
+  const size_t capacity = size_class(bytes);
+  if (!cache_gone) {
+    if (void* block = thread_cache().take(capacity)) return block;
   }
-  const size_t capacity =
-      round_up(bytes == 0 ? 1 : bytes, pooled ? kPage : kernel_memory_alignment);
   void* start = std::aligned_alloc(kernel_memory_alignment,
                                    kHeaderBytes + capacity + kernel_memory_alignment);
   if (!start) return nullptr;
@@ -121,10 +142,10 @@ void* kernel_memory_allocate(size_t bytes) {
 
 void kernel_memory_free(void* block) {
   if (!block) return;
-  if (capacity_of(block) >= kPooledBytes && !cache_gone) {
-    thread_cache().give(block);
-  } else {
+  if (cache_gone) {
     release(block);
+  } else {
+    thread_cache().give(block);
   }
 }
 

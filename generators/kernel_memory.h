@@ -1,11 +1,12 @@
 // Memory for the buffers a CPU kernel allocates while it runs. The fused and
-// online schedules allocate their tiles (up to a few hundred KB each) once per
-// query tile; from the C library each such block can be a fresh mapping whose
-// pages fault in again on every tile, which can cost a kernel a quarter of
-// its time. Here each thread keeps a few freed large blocks and hands them
-// back, so a tile's memory is mapped once per thread. The AOT runtime and JIT
-// calls (the tuner, the benchmarks) use the same allocator, so what is tuned
-// is what ships.
+// online schedules allocate their tiles (from 64 bytes to a few hundred KB)
+// once per query tile. From the C library a large block can be a fresh
+// mapping whose pages fault in again on every tile, which can cost a kernel a
+// quarter of its time, and even small aligned blocks cost a few percent.
+// Here each thread keeps its recently freed blocks and hands them back, so a
+// tile's memory is mapped once per thread. The AOT runtime and JIT calls (the
+// tuner, the benchmarks) use the same allocator, so what is tuned is what
+// ships.
 #pragma once
 
 #include <cstddef>

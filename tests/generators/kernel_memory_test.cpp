@@ -1,6 +1,6 @@
 // The per-thread block cache kernels allocate their tiles from: aligned,
-// writable blocks; large freed blocks come back on the same thread, within a
-// bound; blocks of other allocators are told apart.
+// writable blocks; freed blocks come back on the same thread, within a bound;
+// blocks of other allocators are told apart.
 #include "generators/kernel_memory.h"
 
 #include <gtest/gtest.h>
@@ -38,12 +38,34 @@ TEST(KernelMemory, AFreedLargeBlockIsReusedOnTheSameThread) {
   kernel_memory_free(second);
 }
 
-TEST(KernelMemory, SmallBlocksAndMuchLargerBlocksAreNotHandedOut) {
-  const size_t kept = kernel_memory_cached_bytes();
-  void* small = kernel_memory_allocate(1000);
-  kernel_memory_free(small);
-  EXPECT_EQ(kernel_memory_cached_bytes(), kept);
+TEST(KernelMemory, SmallBlocksAreReusedToo) {
+  void* first = kernel_memory_allocate(64);
+  kernel_memory_free(first);
+  void* second = kernel_memory_allocate(100);
+  EXPECT_EQ(second, first);
+  kernel_memory_free(second);
+}
 
+TEST(KernelMemory, ASlightlyLargerRequestFindsTheBlock) {
+  // A causal tile's key range grows by a few keys from one tile to the next.
+  void* first = kernel_memory_allocate(100 * kKiB);
+  kernel_memory_free(first);
+  void* second = kernel_memory_allocate(110 * kKiB);
+  EXPECT_EQ(second, first);
+  kernel_memory_free(second);
+}
+
+TEST(KernelMemory, TheOldestBlocksMakeRoomForNewOnes) {
+  void* blocks[3];
+  for (void*& block : blocks) block = kernel_memory_allocate(3 * kMiB);
+  for (void* block : blocks) kernel_memory_free(block);  // the first is evicted
+  void* kept[2] = {kernel_memory_allocate(3 * kMiB), kernel_memory_allocate(3 * kMiB)};
+  EXPECT_TRUE((kept[0] == blocks[1] && kept[1] == blocks[2]) ||
+              (kept[0] == blocks[2] && kept[1] == blocks[1]));
+  for (void* block : kept) kernel_memory_free(block);
+}
+
+TEST(KernelMemory, AMuchLargerBlockIsNotHandedOut) {
   void* large = kernel_memory_allocate(2 * kMiB);
   kernel_memory_free(large);
   void* quarter = kernel_memory_allocate(512 * kKiB);  // would waste three quarters
