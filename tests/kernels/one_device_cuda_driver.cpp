@@ -1,12 +1,16 @@
 // A stand-in CUDA driver with one device that loads kernels and runs none:
-// context and module calls succeed, memory and launches fail. Enough for a
-// kernel's bounds query, which returns before it touches the device.
+// context, module, memory and launch calls succeed and do nothing. Enough for
+// a kernel's bounds query, and for counting the device allocations of a run
+// (stand_in_device_allocations) without a GPU.
+#include <cstddef>
 #include <cstdint>
 
 namespace {
 constexpr int kSuccess = 0;
 constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
 int handle_storage;                 // what every context and module handle points at
+int allocations = 0;
+uint64_t next_address = uint64_t{1} << 40;  // device addresses handed out, never reused
 }  // namespace
 
 #define SUCCEEDS(name)    \
@@ -30,6 +34,15 @@ SUCCEEDS(cuModuleUnload)
 SUCCEEDS(cuCtxSynchronize)
 SUCCEEDS(cuCtxPushCurrent_v2)
 SUCCEEDS(cuStreamSynchronize)
+SUCCEEDS(cuMemFree_v2)
+SUCCEEDS(cuMemcpyHtoD_v2)
+SUCCEEDS(cuMemcpyDtoH_v2)
+SUCCEEDS(cuMemcpyDtoD_v2)
+SUCCEEDS(cuMemcpy3D_v2)
+SUCCEEDS(cuMemcpyDtoDAsync_v2)
+SUCCEEDS(cuMemcpyDtoHAsync_v2)
+SUCCEEDS(cuMemcpyHtoDAsync_v2)
+SUCCEEDS(cuLaunchKernel)
 RETURNS_HANDLE(cuCtxCreate_v2)
 RETURNS_HANDLE(cuCtxPopCurrent_v2)
 RETURNS_HANDLE(cuModuleLoadData)
@@ -38,19 +51,9 @@ RETURNS_HANDLE(cuModuleGetFunction)
 FAILS(cuDeviceGetName)
 FAILS(cuDeviceTotalMem_v2)
 FAILS(cuModuleGetGlobal_v2)
-FAILS(cuMemAlloc_v2)
-FAILS(cuMemFree_v2)
-FAILS(cuMemcpyHtoD_v2)
-FAILS(cuMemcpyDtoH_v2)
-FAILS(cuMemcpyDtoD_v2)
-FAILS(cuMemcpy3D_v2)
-FAILS(cuLaunchKernel)
 FAILS(cuPointerGetAttribute)
 FAILS(cuGetErrorName)
 FAILS(cuGetErrorString)
-FAILS(cuMemcpyDtoDAsync_v2)
-FAILS(cuMemcpyDtoHAsync_v2)
-FAILS(cuMemcpyHtoDAsync_v2)
 
 extern "C" int cuDeviceGetCount(int* count) {
   *count = 1;
@@ -71,4 +74,16 @@ extern "C" int cuDeviceGetAttribute(int* value, int, int) {
 extern "C" int cuCtxGetApiVersion(void*, unsigned* version) {
   *version = 12000;
   return kSuccess;
+}
+
+extern "C" int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
+  ++allocations;
+  *address = next_address;
+  next_address += (bytes + 255) / 256 * 256 + 256;
+  return kSuccess;
+}
+
+// For tests: the cuMemAlloc calls so far.
+extern "C" int stand_in_device_allocations() {
+  return allocations;
 }
