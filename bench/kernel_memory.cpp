@@ -3,8 +3,6 @@
 // directly with Halide's default allocator, then with kernel_memory, then
 // through attnforge::attention (which installs kernel_memory). Both allocators must give
 // bit-identical outputs.
-#include "generators/kernel_memory.h"
-
 #include <HalideBuffer.h>
 #include <HalideRuntime.h>
 #include <fmt/format.h>
@@ -20,8 +18,8 @@
 #include <vector>
 
 #include "attnforge/attention.h"
-#include "attnforge/kernel_table.h"
-#include "generators/kernel_arguments.h"
+#include "bench/direct_kernel.h"
+#include "runtime/src/halide_memory.h"
 
 namespace {
 
@@ -46,24 +44,13 @@ double ms_per_call(const std::function<void()>& call, int runs) {
   return median(times);
 }
 
-void* kernel_memory_malloc(void*, size_t bytes) {
-  return kernel_memory_allocate(bytes);
-}
-void free_either(void* user_context, void* block) {
-  if (kernel_memory_owns(block)) {
-    kernel_memory_free(block);
-  } else if (block) {
-    halide_default_free(user_context, block);
-  }
-}
-
 void use_halide_default_allocator() {
   halide_set_custom_malloc(halide_default_malloc);
   halide_set_custom_free(halide_default_free);
 }
 void use_kernel_memory() {
-  halide_set_custom_free(free_either);
-  halide_set_custom_malloc(kernel_memory_malloc);
+  halide_set_custom_free(runtime::kernel_memory_free_any);
+  halide_set_custom_malloc(runtime::kernel_memory_malloc);
 }
 
 }  // namespace
@@ -96,20 +83,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "kernel_memory: no tuned kernel for B1 H8 L2048: {}\n", status.message);
     return 1;
   }
-  int (*kernel)(void**) = nullptr;
-  for (int n = 0; n < attnforge_kernel_package.count; ++n) {
-    if (choice.function == attnforge_kernel_package.entries[n].function) {
-      kernel = attnforge_kernel_package.entries[n].argv;
-    }
-  }
-  KernelArguments args;
-  args.q = q.raw_buffer();
-  args.k = k.raw_buffer();
-  args.v = v.raw_buffer();
-  args.out = out.raw_buffer();
-  args.scale = 0.125f;
-  KernelArgv kernel_args = kernel_argv(AttentionSpec::parse(choice.spec), args);
-  auto call_kernel = [&] { kernel(kernel_args.data()); };
+  bench::DirectKernel kernel(choice, q.raw_buffer(), k.raw_buffer(), v.raw_buffer(),
+                             out.raw_buffer(), 0.125f);
+  auto call_kernel = [&] { kernel(); };
 
   // Halide's default allocator first, while kernel_memory has not yet taken
   // blocks from the C library's heap (which changes how that heap behaves).

@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "attnforge/attention.h"
-#include "attnforge/kernel_table.h"
-#include "generators/kernel_arguments.h"
+#include "bench/direct_kernel.h"
 
 namespace {
 
@@ -66,21 +65,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "runtime_overhead: {}\n", status.message);
     return 1;
   }
-  int (*kernel)(void**) = nullptr;
-  for (int n = 0; n < attnforge_kernel_package.count; ++n) {
-    if (choice.function == attnforge_kernel_package.entries[n].function) {
-      kernel = attnforge_kernel_package.entries[n].argv;
-    }
-  }
-  KernelArguments args;
-  args.q = q.raw_buffer();
-  args.k = k.raw_buffer();
-  args.v = v.raw_buffer();
-  args.out = out.raw_buffer();
-  args.scale = 0.125f;
-  KernelArgv direct_argv = kernel_argv(AttentionSpec::parse(choice.spec), args);
+  bench::DirectKernel kernel(choice, q.raw_buffer(), k.raw_buffer(), v.raw_buffer(),
+                             out.raw_buffer(), 0.125f);
 
-  const double direct = ns_per_call([&] { kernel(direct_argv.data()); }, calls);
+  const double direct = ns_per_call([&] { kernel(); }, calls);
   const double runtime = ns_per_call([&] { attention(tq, tk, tv, tout, options); }, calls);
   const double choose =
       ns_per_call([&] { choose_kernel(tq, tk, tv, tout, options, &choice); }, calls);

@@ -8,15 +8,11 @@
 
 namespace attnforge::runtime {
 
-namespace {
-
-void* allocate(void*, size_t bytes) {
+void* kernel_memory_malloc(void*, size_t bytes) {
   return kernel_memory_allocate(bytes);
 }
 
-// Frees both kinds, so a block Halide's own allocator gave out just before
-// the switch is still freed correctly.
-void free_any(void* user_context, void* block) {
+void kernel_memory_free_any(void* user_context, void* block) {
   if (kernel_memory_owns(block)) {
     kernel_memory_free(block);
   } else if (block) {
@@ -24,15 +20,17 @@ void free_any(void* user_context, void* block) {
   }
 }
 
+namespace {
+
 bool install() {
-  // The free that handles both goes in first, so no block meets a free that
-  // does not know it.
-  halide_free_t previous_free = halide_set_custom_free(free_any);
+  // The free that handles both goes in first (a block Halide's own allocator
+  // gave out just before the switch is still freed right).
+  halide_free_t previous_free = halide_set_custom_free(kernel_memory_free_any);
   if (previous_free != halide_default_free) {
     halide_set_custom_free(previous_free);
     return false;
   }
-  halide_malloc_t previous_malloc = halide_set_custom_malloc(allocate);
+  halide_malloc_t previous_malloc = halide_set_custom_malloc(kernel_memory_malloc);
   if (previous_malloc != halide_default_malloc) {
     halide_set_custom_malloc(previous_malloc);
     halide_set_custom_free(previous_free);
