@@ -1,8 +1,8 @@
 // What kernel_memory saves an AOT kernel: a fused kernel with 64-row query
 // tiles (512 KB of logits per tile at Lk 2048) from an emitted package, called
 // directly with Halide's default allocator, then with kernel_memory, then
-// through attnforge::attention (which installs kernel_memory). Both allocators must give
-// bit-identical outputs.
+// through attnforge::attention (which installs kernel_memory). Both
+// allocators must give bit-identical outputs.
 #include <HalideBuffer.h>
 #include <HalideRuntime.h>
 #include <fmt/format.h>
@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
   // blocks from the C library's heap (which changes how that heap behaves).
   std::vector<double> with_default, with_kernel_memory;
   use_halide_default_allocator();
-  for (int round = 0; round < rounds; ++round)
+  for (int round = 0; round < rounds; ++round) {
     with_default.push_back(ms_per_call(call_kernel, runs));
+  }
   reference.copy_from(out);
   use_kernel_memory();
   for (int round = 0; round < rounds; ++round) {
