@@ -1,6 +1,7 @@
 #include "materialized_form.h"
 
 #include "attention_terms.h"
+#include "softmax_exp.h"
 
 namespace attnforge {
 
@@ -22,8 +23,7 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
   f.q_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(in.q(v.d, row, v.h, v.b));
   f.k_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.k(v.d, key, kvh, v.b));
   f.scores(v.j, v.i, v.h, v.b) = 0.0f;
-  f.scores(v.j, v.i, v.h, v.b) +=
-      f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
+  f.scores(v.j, v.i, v.h, v.b) += f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
 
   f.logits(v.j, v.i, v.h, v.b) =
       terms.masked_logit(f.scores(v.j, v.i, v.h, v.b) * in.scale, key, row, v.h, v.b);
@@ -32,7 +32,7 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
   f.row_max(v.i, v.h, v.b) = Halide::max(f.row_max(v.i, v.h, v.b), f.logits(rk, v.i, v.h, v.b));
 
   f.exp_logits(v.j, v.i, v.h, v.b) =
-      Halide::exp(f.logits(v.j, v.i, v.h, v.b) - f.row_max(v.i, v.h, v.b));
+      softmax_exp(f.logits(v.j, v.i, v.h, v.b), f.row_max(v.i, v.h, v.b));
 
   f.row_sum(v.i, v.h, v.b) = 0.0f;
   f.row_sum(v.i, v.h, v.b) += f.exp_logits(rk, v.i, v.h, v.b);

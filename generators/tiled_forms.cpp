@@ -1,6 +1,7 @@
 #include "tiled_forms.h"
 
 #include "attention_terms.h"
+#include "softmax_exp.h"
 
 namespace attnforge {
 
@@ -71,7 +72,7 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   f.row_max(t.ii, t.it, v.h, v.b) =
       Halide::max(f.row_max(t.ii, t.it, v.h, v.b), f.logits(t.ii, rk, t.it, v.h, v.b));
   f.probs(t.ii, v.j, t.it, v.h, v.b) =
-      Halide::exp(f.logits(t.ii, v.j, t.it, v.h, v.b) - f.row_max(t.ii, t.it, v.h, v.b));
+      softmax_exp(f.logits(t.ii, v.j, t.it, v.h, v.b), f.row_max(t.ii, t.it, v.h, v.b));
   f.row_sum(t.ii, t.it, v.h, v.b) = 0.0f;
   f.row_sum(t.ii, t.it, v.h, v.b) += f.probs(t.ii, rk, t.it, v.h, v.b);
   f.pv_sum(v.d, t.ii, t.it, v.h, v.b) = 0.0f;
@@ -123,8 +124,8 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
                                                         f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));
-  f.probs(t.ii, t.jj, t.kb, t.it, v.h, v.b) = Halide::exp(
-      f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) - f.block_max(t.ii, t.kb, t.it, v.h, v.b));
+  f.probs(t.ii, t.jj, t.kb, t.it, v.h, v.b) = softmax_exp(
+      f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b), f.block_max(t.ii, t.kb, t.it, v.h, v.b));
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
   const Expr block_key = tile.key(t.kb * KB + rj);
@@ -142,7 +143,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   Expr run_max = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[1];
   Expr run_sum = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[2];
   Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);
-  Expr shrink = Halide::exp(-Halide::abs(run_max - bmax));
+  Expr shrink = softmax_exp(Halide::min(run_max, bmax), Halide::max(run_max, bmax));
   Expr keep_old = run_max >= bmax;
   Expr old_factor = Halide::select(keep_old, 1.0f, shrink);
   Expr new_factor = Halide::select(keep_old, shrink, 1.0f);
@@ -166,7 +167,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     f.split_max(v.d, t.ii, t.it, v.h, v.b) = kMaskedLogit;
     f.split_max(v.d, t.ii, t.it, v.h, v.b) =
         Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), Expr(split[1]));
-    Expr weight = Halide::exp(Expr(split[1]) - f.split_max(v.d, t.ii, t.it, v.h, v.b));
+    Expr weight = softmax_exp(Expr(split[1]), f.split_max(v.d, t.ii, t.it, v.h, v.b));
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {0.0f, 0.0f};
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {
         f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + Expr(split[0]) * weight,
