@@ -45,6 +45,7 @@ Database::Database(std::filesystem::path path) : path_(std::move(path)) {
 void Database::reload() {
   records_.clear();
   keys_.clear();
+  newest_.clear();
   skipped_ = 0;
   std::ifstream in(path_, std::ios::binary);
   if (!in) return;
@@ -91,14 +92,25 @@ void Database::append(const std::vector<Record>& records) {
 
 void Database::add(Record record) {
   keys_.insert(record.key());
+  // ISO 8601 UTC times order as text; of equal times the later line wins.
+  Newest& newest = newest_[record.group()];
+  if (newest.generation.empty() || record.time >= newest.time) {
+    newest = {record.time, record.generation()};
+  }
   records_.push_back(std::move(record));
+}
+
+bool Database::is_current(const Record& record) const {
+  auto found = newest_.find(record.group());
+  return found != newest_.end() && found->second.generation == record.generation();
 }
 
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,
                                      const std::string& bucket) const {
   std::optional<Record> best;
   for (const Record& r : records_) {
-    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket) {
+    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket ||
+        !is_current(r)) {
       continue;
     }
     if (!best || r.ms_median < best->ms_median) best = r;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -37,16 +38,27 @@ class Database {
 
   bool contains(const std::string& key) const { return keys_.count(key) != 0; }
 
-  // The fastest correct record for (spec, target, bucket), if any.
+  // Whether `record` is of its group's current generation: that of the
+  // group's newest record. Only current records are compared, so after an
+  // upgrade a group's winners are the old ones until it is tuned again, and
+  // from then on the new ones; older records stay in the file.
+  bool is_current(const Record& record) const;
+
+  // The fastest correct current record for (spec, target, bucket), if any.
   std::optional<Record> best(const std::string& spec, const std::string& target,
                              const std::string& bucket) const;
 
  private:
   void add(Record record);
 
+  struct Newest {
+    std::string time, generation;
+  };
+
   std::filesystem::path path_;
   std::vector<Record> records_;
   std::unordered_set<std::string> keys_;
+  std::map<std::string, Newest> newest_;  // by Record::group()
   size_t skipped_ = 0;
 };
 

@@ -52,7 +52,15 @@ std::string to_string(Status status) {
 }
 
 std::string Record::key() const {
-  return spec + "|" + target + "|" + bucket + "|" + schedule.dump();
+  return group() + "|" + schedule.dump() + "|" + generation();
+}
+
+std::string Record::generation() const {
+  return "attnforge " + attnforge_version + ", Halide " + halide_version;
+}
+
+std::string Record::group() const {
+  return spec + "|" + target + "|" + bucket;
 }
 
 nlohmann::json Record::to_json() const {

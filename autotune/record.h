@@ -28,8 +28,15 @@ struct Record {
   std::string halide_version;
   std::string time;  // UTC, ISO 8601
 
-  // What makes two records the same candidate: spec, target, bucket, schedule.
+  // What makes two records the same candidate: spec, target, bucket,
+  // schedule and generation. A new generation measures a candidate again.
   std::string key() const;
+  // The kernels' generation: the attnforge and Halide versions that built
+  // them. Timings are compared only within one generation, because a new
+  // version can make any kernel faster or slower.
+  std::string generation() const;
+  // The group of records that measure the same problem: spec, target, bucket.
+  std::string group() const;
 
   nlohmann::json to_json() const;
   // Throws std::invalid_argument naming the missing or ill-typed field.

@@ -16,7 +16,8 @@ std::vector<GroupSummary> summarize(const Database& database) {
   std::vector<GroupSummary> groups;
   std::map<std::string, size_t> index;
   for (const Record& r : database.records()) {
-    std::string key = r.spec + "|" + r.target + "|" + r.bucket;
+    if (!database.is_current(r)) continue;
+    std::string key = r.group();
     auto found = index.find(key);
     if (found == index.end()) {
       found = index.emplace(key, groups.size()).first;

@@ -20,7 +20,8 @@ struct GroupSummary {
   int measured = 0, failures = 0;
 };
 
-// One entry per group, in the order groups first appear; correct records only compete.
+// One entry per group, in the order groups first appear; only correct records
+// of the group's current generation (Database::is_current) count and compete.
 std::vector<GroupSummary> summarize(const Database& database);
 
 }  // namespace attnforge::autotune

@@ -233,16 +233,16 @@ void measure_competitors(const TuneOptions& options, Database& database, Contain
   }
 }
 
-// This run's (spec, target, bucket): which records are its own.
+// This run's (spec, target, bucket) and generation: which records are its
+// own. Those of another generation are measured again.
 struct RunKey {
-  explicit RunKey(const TuneOptions& options)
-      : spec(spec_key(options)),
-        target(options.target.to_string()),
-        bucket(shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len)) {}
-  bool holds(const Record& r) const {
-    return r.spec == spec && r.target == target && r.bucket == bucket;
+  explicit RunKey(const TuneOptions& options) {
+    const Record own = make_record(options, nullptr, {});
+    group = own.group();
+    generation = own.generation();
   }
-  std::string spec, target, bucket;
+  bool holds(const Record& r) const { return r.group() == group && r.generation() == generation; }
+  std::string group, generation;
 };
 
 // The recorded times of the naive baseline and the best autoscheduler, into `progress`.
@@ -288,7 +288,10 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
       shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
   std::map<std::pair<std::string, std::string>, const Record*> fastest;
   for (const Record& r : database.records()) {
-    if (r.target != target || r.status != Status::ok || !r.schedule.is_object()) continue;
+    if (r.target != target || r.status != Status::ok || !r.schedule.is_object() ||
+        !database.is_current(r)) {
+      continue;
+    }
     if (r.spec == spec && r.bucket == bucket) continue;  // this run's own
     const Record*& best = fastest[{r.spec, r.bucket}];
     if (!best || r.ms_median < best->ms_median) best = &r;

@@ -74,6 +74,35 @@ TEST(Database, BestIsTheFastestCorrectRecord) {
   EXPECT_FALSE(db.best("causal.mha8.d64.f32", "other", "b1.q2048.k2048").has_value());
 }
 
+TEST(Database, OnlyTheNewestGenerationOfAGroupCompetes) {
+  TempFile file;
+  Record old_fast = make_record(1, 1.0);
+  old_fast.attnforge_version = "0.1.0";
+  old_fast.time = "2026-01-01T00:00:00Z";
+  Record new_slow = make_record(1, 2.0);  // the same candidate, measured again
+  new_slow.attnforge_version = "0.2.0";
+  new_slow.time = "2026-02-01T00:00:00Z";
+  Record other_group = make_record(2, 5.0);
+  other_group.bucket = "b1.q512.k512";
+  other_group.time = "2025-01-01T00:00:00Z";
+  EXPECT_NE(old_fast.key(), new_slow.key());
+  {
+    Database db(file.path);
+    db.append(std::vector<Record>{new_slow, old_fast, other_group});  // file order is not time
+  }
+  Database db(file.path);
+  EXPECT_FALSE(db.is_current(db.records()[1]));
+  EXPECT_TRUE(db.is_current(db.records()[0]));
+  EXPECT_TRUE(db.is_current(db.records()[2]));  // alone in its group
+  auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->attnforge_version, "0.2.0");
+  std::vector<GroupSummary> groups = summarize(db);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].measured, 1);
+  EXPECT_DOUBLE_EQ(groups[0].best_tuned->ms_median, 2.0);
+}
+
 TEST(Database, TornAndForeignLinesAreSkippedNotTheFile) {
   TempFile file;
   Database writer(file.path);
