@@ -14,18 +14,7 @@ namespace attnforge::autotune {
 namespace {
 
 TuneOptions simulated_run() {
-  TuneOptions options;
-  options.spec = AttentionSpec::parse("full.mha8.d64.f32");
-  options.target = Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41");
-  options.shape = {1, 1024, 1024};
-  options.seed = 3;
-  options.budget_seconds = 1e9;
-  options.max_candidates = 30;
-  options.simulate = [](const schedules::Schedule& s) {
-    const double ms = synthetic_ms(s);
-    return Outcome{Status::ok, ms, ms, ms, ""};
-  };
-  return options;
+  return simulated_tuning("full.mha8.d64.f32", 30, 3);
 }
 
 // Rewrites every record as if an older attnforge had made it a day earlier,

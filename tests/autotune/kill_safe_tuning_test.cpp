@@ -21,18 +21,10 @@ namespace attnforge::autotune {
 namespace {
 
 TuneOptions simulated_run() {
-  TuneOptions options;
-  options.spec = AttentionSpec::parse("causal.mha8.d64.f32");
-  options.target = Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41");
-  options.shape = {1, 2048, 2048};
-  options.strategy = "evolutionary";
-  options.seed = 5;
-  options.budget_seconds = 1e9;
-  options.max_candidates = 120;
-  options.simulate = [](const schedules::Schedule& s) {
+  TuneOptions options = simulated_tuning("causal.mha8.d64.f32", 120, 5);
+  options.simulate = [measure = options.simulate](const schedules::Schedule& s) {
     usleep(1500);  // long enough for kills to land mid-run
-    const double ms = synthetic_ms(s);
-    return Outcome{Status::ok, ms, ms, ms, ""};
+    return measure(s);
   };
   return options;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cmath>
+#include <string>
 
+#include "autotune/tuner.h"
 #include "schedules/schedule.h"
 
 namespace attnforge::autotune {
@@ -23,6 +25,23 @@ inline double synthetic_ms(const schedules::Schedule& s) {
   if (!s.skip_masked_blocks) ms *= 1.8;
   if (s.intermediates == schedules::StoreLevel::root) ms *= 1.05;
   return ms;
+}
+
+// A tuning run of `candidates` candidates at B1 L2048, each "measured" by
+// synthetic_ms: nothing compiles and no baseline runs.
+inline TuneOptions simulated_tuning(const std::string& spec, size_t candidates, uint32_t seed) {
+  TuneOptions options;
+  options.spec = AttentionSpec::parse(spec);
+  options.target = Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41");
+  options.shape = {1, 2048, 2048};
+  options.seed = seed;
+  options.budget_seconds = 1e9;
+  options.max_candidates = candidates;
+  options.simulate = [](const schedules::Schedule& s) {
+    const double ms = synthetic_ms(s);
+    return Outcome{Status::ok, ms, ms, ms, ""};
+  };
+  return options;
 }
 
 }  // namespace attnforge::autotune
