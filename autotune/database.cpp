@@ -92,17 +92,29 @@ void Database::append(const std::vector<Record>& records) {
 
 void Database::add(Record record) {
   keys_.insert(record.key());
+  // Only a correct record makes its generation current: a new version's
+  // failures, or a run killed before any result, leave the old winners.
   // ISO 8601 UTC times order as text; of equal times the later line wins.
-  Newest& newest = newest_[record.group()];
-  if (newest.generation.empty() || record.time >= newest.time) {
-    newest = {record.time, record.generation()};
+  if (record.status == Status::ok) {
+    auto [newest, first] = newest_.try_emplace(record.group());
+    if (first || record.time >= newest->second.time) {
+      newest->second = {record.time, record.generation()};
+    }
   }
   records_.push_back(std::move(record));
 }
 
 bool Database::is_current(const Record& record) const {
   auto found = newest_.find(record.group());
-  return found != newest_.end() && found->second.generation == record.generation();
+  return found == newest_.end() || found->second.generation == record.generation();
+}
+
+std::vector<Record> Database::current_records() const {
+  std::vector<Record> current;
+  for (const Record& r : records_) {
+    if (is_current(r)) current.push_back(r);
+  }
+  return current;
 }
 
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,

@@ -38,11 +38,12 @@ class Database {
 
   bool contains(const std::string& key) const { return keys_.count(key) != 0; }
 
-  // Whether `record` is of its group's current generation: that of the
-  // group's newest record. Only current records are compared, so after an
-  // upgrade a group's winners are the old ones until it is tuned again, and
-  // from then on the new ones; older records stay in the file.
-  bool is_current(const Record& record) const;
+  // The records of each (spec, target, bucket) group's current generation:
+  // that of its newest correct record. Only these are compared, so after an
+  // upgrade a group's winners are the old ones until a new version measures
+  // a correct candidate, and from then on the new ones; older records stay
+  // in the file (records()). A group without a correct record keeps all.
+  std::vector<Record> current_records() const;
 
   // The fastest correct current record for (spec, target, bucket), if any.
   std::optional<Record> best(const std::string& spec, const std::string& target,
@@ -50,6 +51,7 @@ class Database {
 
  private:
   void add(Record record);
+  bool is_current(const Record& record) const;
 
   struct Newest {
     std::string time, generation;

@@ -15,8 +15,7 @@ void keep_faster(std::optional<Record>& slot, const Record& r) {
 std::vector<GroupSummary> summarize(const Database& database) {
   std::vector<GroupSummary> groups;
   std::map<std::string, size_t> index;
-  for (const Record& r : database.records()) {
-    if (!database.is_current(r)) continue;
+  for (const Record& r : database.current_records()) {
     std::string key = r.group();
     auto found = index.find(key);
     if (found == index.end()) {

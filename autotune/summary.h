@@ -21,7 +21,7 @@ struct GroupSummary {
 };
 
 // One entry per group, in the order groups first appear; only correct records
-// of the group's current generation (Database::is_current) count and compete.
+// of the group's current generation (Database::current_records) count and compete.
 std::vector<GroupSummary> summarize(const Database& database);
 
 }  // namespace attnforge::autotune

@@ -40,10 +40,7 @@ int run_emit(const EmitArgs& args) {
     if (!std::filesystem::exists(args.db)) {
       throw std::invalid_argument("--db: " + args.db + " does not exist");
     }
-    const autotune::Database database(args.db);
-    for (const autotune::Record& r : database.records()) {
-      if (database.is_current(r)) records.push_back(r);
-    }
+    records = autotune::Database(args.db).current_records();
   }
   std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
   emit::KernelPlan kernel_plan = emit::plan_kernels(records, targets, parse_specs(args.specs));

@@ -91,9 +91,10 @@ TEST(Database, OnlyTheNewestGenerationOfAGroupCompetes) {
     db.append(std::vector<Record>{new_slow, old_fast, other_group});  // file order is not time
   }
   Database db(file.path);
-  EXPECT_FALSE(db.is_current(db.records()[1]));
-  EXPECT_TRUE(db.is_current(db.records()[0]));
-  EXPECT_TRUE(db.is_current(db.records()[2]));  // alone in its group
+  std::vector<Record> current = db.current_records();
+  ASSERT_EQ(current.size(), 2u);  // other_group is alone in its group
+  EXPECT_EQ(current[0].attnforge_version, "0.2.0");
+  EXPECT_EQ(current[1].bucket, "b1.q512.k512");
   auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->attnforge_version, "0.2.0");
@@ -101,6 +102,24 @@ TEST(Database, OnlyTheNewestGenerationOfAGroupCompetes) {
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].measured, 1);
   EXPECT_DOUBLE_EQ(groups[0].best_tuned->ms_median, 2.0);
+
+  // A still newer version whose candidate failed leaves 0.2.0 current.
+  Record newer_failed = make_record(3, 0.0, Status::compile_failed);
+  newer_failed.attnforge_version = "0.3.0";
+  newer_failed.time = "2026-03-01T00:00:00Z";
+  db.append(newer_failed);
+  best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->attnforge_version, "0.2.0");
+  EXPECT_EQ(db.current_records().size(), 2u);
+}
+
+TEST(Database, AGroupWithoutACorrectRecordKeepsItsRecords) {
+  TempFile file;
+  Database db(file.path);
+  db.append(make_record(1, 0.0, Status::crashed));
+  EXPECT_EQ(db.current_records().size(), 1u);
+  EXPECT_EQ(summarize(db).at(0).failures, 1);
 }
 
 TEST(Database, TornAndForeignLinesAreSkippedNotTheFile) {
