@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -19,6 +18,7 @@
 
 #include "attnforge/attention.h"
 #include "bench/direct_kernel.h"
+#include "bench/timing.h"
 #include "runtime/src/halide_memory.h"
 
 namespace {
@@ -32,16 +32,7 @@ double median(std::vector<double> values) {
 
 // Milliseconds of one call: the median of `runs` after one warm-up.
 double ms_per_call(const std::function<void()>& call, int runs) {
-  call();
-  std::vector<double> times;
-  for (int n = 0; n < runs; ++n) {
-    auto start = std::chrono::steady_clock::now();
-    call();
-    times.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-  return median(times);
+  return bench::time_runs(call, {runs, 0.0, runs}).median_ms;
 }
 
 void use_halide_default_allocator() {

@@ -11,7 +11,6 @@ namespace {
 // What one thread keeps at most: the tiles of the largest schedules in the
 // space, not the root buffers of an unfused one.
 constexpr size_t kCachedBytesPerThread = size_t{8} << 20;
-constexpr size_t kPage = 4096;
 
 // A block is [header | payload | slack]: the header's last word holds the
 // block's start with its low bit set (a C library pointer, as Halide's own
@@ -56,7 +55,7 @@ class ThreadCache {
   // A kept block of `capacity` bytes (a size class), or nullptr.
   void* take(size_t capacity) {
     for (Slot& slot : slots_) {
-      if (!slot.block || capacity_of(slot.block) != capacity) continue;
+      if (!slot.block || slot.capacity != capacity) continue;
       void* block = slot.block;
       slot.block = nullptr;
       bytes_ -= capacity;
@@ -74,7 +73,7 @@ class ThreadCache {
     }
     Slot* free_slot = nullptr;
     while (!(free_slot = room_for(capacity))) evict_oldest();
-    *free_slot = {block, ++clock_};
+    *free_slot = {block, capacity, ++clock_};
     bytes_ += capacity;
   }
 
@@ -83,6 +82,7 @@ class ThreadCache {
  private:
   struct Slot {
     void* block = nullptr;
+    size_t capacity = 0;  // kept here so a lookup reads no block
     uint64_t freed_at = 0;
   };
 
@@ -99,7 +99,7 @@ class ThreadCache {
     for (Slot& slot : slots_) {
       if (slot.block && (!oldest || slot.freed_at < oldest->freed_at)) oldest = &slot;
     }
-    bytes_ -= capacity_of(oldest->block);
+    bytes_ -= oldest->capacity;
     release(oldest->block);
     oldest->block = nullptr;
   }
@@ -116,9 +116,12 @@ ThreadCache& thread_cache() {
 
 // Size classes are powers of two from the alignment up, so a tile that grows
 // a little from one call to the next (a causal mask's key range) still finds
-// its block; blocks too large to keep are whole pages.
+// its block; blocks too large to keep are only rounded to the alignment.
 size_t size_class(size_t bytes) {
-  if (bytes > kCachedBytesPerThread) return (bytes + kPage - 1) / kPage * kPage;
+  if (bytes > kCachedBytesPerThread) {
+    return (bytes + kernel_memory_alignment - 1) / kernel_memory_alignment *
+           kernel_memory_alignment;
+  }
   size_t capacity = kernel_memory_alignment;
   while (capacity < bytes) capacity *= 2;
   return capacity;
