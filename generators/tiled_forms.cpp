@@ -56,25 +56,39 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   const Expr kvh = tile.kv_head;
 
   f.over_dim = RDom(0, spec.head_dim, "over_dim");
+  const int G = kKeyGroup;
   f.over_keys = RDom(0, in.kv_len, "over_keys");
+  f.over_groups = RDom(0, (in.kv_len + G - 1) / G, "over_groups");
   if (shape.skip_masked_blocks) {
-    f.over_keys.where(f.over_keys.x >= terms.key_range_begin(tile.first, v.b) &&
-                      f.over_keys.x < terms.key_range_end(tile.last, v.b));
+    const Expr begin = terms.key_range_begin(tile.first, v.b);
+    const Expr end = terms.key_range_end(tile.last, v.b);
+    f.over_keys.where(f.over_keys.x >= begin && f.over_keys.x < end);
+    f.over_groups.where(f.over_groups.x >= begin / G && f.over_groups.x < (end + G - 1) / G);
   }
   const Halide::RVar rd = f.over_dim.x, rk = f.over_keys.x;
+  // Keys of a group outside the tile's range are masked like any other.
+  const Expr grouped_key = f.over_groups.x * G + t.lane;
 
   f.scores(t.ii, v.j, t.it, v.h, v.b) = 0.0f;
   f.scores(t.ii, v.j, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) *
                                          AttentionTerms::to_f32(in.k(rd, tile.key(v.j), kvh, v.b));
   f.logits(t.ii, v.j, t.it, v.h, v.b) =
       tile.logit(f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, v.h, v.b);
-  f.row_max(t.ii, t.it, v.h, v.b) = kMaskedLogit;
-  f.row_max(t.ii, t.it, v.h, v.b) =
-      Halide::max(f.row_max(t.ii, t.it, v.h, v.b), f.logits(t.ii, rk, t.it, v.h, v.b));
+  f.max_lanes(t.ii, t.lane, t.it, v.h, v.b) = kMaskedLogit;
+  f.max_lanes(t.ii, t.lane, t.it, v.h, v.b) = Halide::max(
+      f.max_lanes(t.ii, t.lane, t.it, v.h, v.b), f.logits(t.ii, grouped_key, t.it, v.h, v.b));
+  Expr max_of_lanes = f.max_lanes(t.ii, 0, t.it, v.h, v.b);
+  for (int lane = 1; lane < G; ++lane) {
+    max_of_lanes = Halide::max(max_of_lanes, f.max_lanes(t.ii, lane, t.it, v.h, v.b));
+  }
+  f.row_max(t.ii, t.it, v.h, v.b) = max_of_lanes;
   f.probs(t.ii, v.j, t.it, v.h, v.b) =
       softmax_exp(f.logits(t.ii, v.j, t.it, v.h, v.b), f.row_max(t.ii, t.it, v.h, v.b));
-  f.row_sum(t.ii, t.it, v.h, v.b) = 0.0f;
-  f.row_sum(t.ii, t.it, v.h, v.b) += f.probs(t.ii, rk, t.it, v.h, v.b);
+  f.sum_lanes(t.ii, t.lane, t.it, v.h, v.b) = 0.0f;
+  f.sum_lanes(t.ii, t.lane, t.it, v.h, v.b) += f.probs(t.ii, grouped_key, t.it, v.h, v.b);
+  Expr sum_of_lanes = f.sum_lanes(t.ii, 0, t.it, v.h, v.b);
+  for (int lane = 1; lane < G; ++lane) sum_of_lanes += f.sum_lanes(t.ii, lane, t.it, v.h, v.b);
+  f.row_sum(t.ii, t.it, v.h, v.b) = sum_of_lanes;
   f.pv_sum(v.d, t.ii, t.it, v.h, v.b) = 0.0f;
   f.pv_sum(v.d, t.ii, t.it, v.h, v.b) +=
       f.probs(t.ii, rk, t.it, v.h, v.b) * AttentionTerms::to_f32(in.v(v.d, rk, kvh, v.b));

@@ -16,7 +16,13 @@ struct TileVars {
   Halide::Var ii{"ii"}, it{"it"};  // query row within its tile, query tile
   Halide::Var jj{"jj"}, kb{"kb"};  // key within its block, key block
   Halide::Var ks{"ks"};            // key split (online form)
+  Halide::Var lane{"lane"};        // key within its group (fused row statistics)
 };
+
+// The fused form's row max and sum take keys in groups of this many, one
+// partial result per position in the group, combined at the end: a single
+// running max or sum would be a chain of dependent operations, one per key.
+constexpr int kKeyGroup = 4;
 
 struct TileShape {
   int query_tile = 32;
@@ -33,15 +39,18 @@ struct QueryTileFuncs {
 
 // fused: per query tile, one pass over all keys for the row max, then exp-sum and P.V.
 struct FusedFuncs : QueryTileFuncs {
-  Halide::Func scores{"scores"};    // (ii, j, it, h, b) q . k reduction
-  Halide::Func logits{"logits"};    // (ii, j, it, h, b) biased, masked
-  Halide::Func row_max{"row_max"};  // (ii, it, h, b)
-  Halide::Func probs{"probs"};      // (ii, j, it, h, b) exp(logit - row max)
-  Halide::Func row_sum{"row_sum"};  // (ii, it, h, b)
-  Halide::Func pv_sum{"pv_sum"};    // (d, ii, it, h, b) P.V reduction
-  Halide::Func pv{"pv"};            // (d, ii, it, h, b)
-  Halide::Func output{"output"};    // (d, i, h, b) storage dtype
+  Halide::Func scores{"scores"};        // (ii, j, it, h, b) q . k reduction
+  Halide::Func logits{"logits"};        // (ii, j, it, h, b) biased, masked
+  Halide::Func max_lanes{"max_lanes"};  // (ii, lane, it, h, b) max over keys g * kKeyGroup + lane
+  Halide::Func row_max{"row_max"};      // (ii, it, h, b) max over lanes
+  Halide::Func probs{"probs"};          // (ii, j, it, h, b) exp(logit - row max)
+  Halide::Func sum_lanes{"sum_lanes"};  // (ii, lane, it, h, b) like max_lanes
+  Halide::Func row_sum{"row_sum"};      // (ii, it, h, b)
+  Halide::Func pv_sum{"pv_sum"};        // (d, ii, it, h, b) P.V reduction
+  Halide::Func pv{"pv"};                // (d, ii, it, h, b)
+  Halide::Func output{"output"};        // (d, i, h, b) storage dtype
   Halide::RDom over_dim, over_keys;
+  Halide::RDom over_groups;  // key groups of max_lanes and sum_lanes
 };
 
 // online: flash style. Per key block: block max, probabilities, block sum and

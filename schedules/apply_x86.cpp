@@ -72,22 +72,38 @@ LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_t
 struct SoftmaxStages {
   Func logits, scores, max, probs, sum, pv, pv_sum;
   Var key;         // pure key dim of logits and probs
-  RVar over_keys;  // key reduction of max, sum and P.V
+  RVar over_keys;  // key reduction of P.V, and of max and sum where they reduce directly
   RVar over_dim;   // head-dim reduction of q.k
+  // The fused form's max and sum combine per-lane partials over key groups.
+  Func max_lanes = {}, sum_lanes = {};
+  RVar over_groups = {};
 };
+
+// A row max or sum: a reduction over keys, vectorized across rows; or, where
+// the form keeps per-lane partials, those partials per query tile with one
+// register per lane, combined after.
+void schedule_row_statistic(const Schedule& s, Func stat, Func lanes, const SoftmaxStages& st,
+                            const LoopLevel& level, const AttentionPipeline& p) {
+  const Var ii = p.tile_vars.ii, lane = p.tile_vars.lane;
+  stat.compute_at(level).vectorize(ii, s.vector_width);
+  if (!lanes.defined()) {
+    stat.update().reorder(ii, st.over_keys).vectorize(ii, s.vector_width);
+    return;
+  }
+  lanes.compute_at(stat, p.tile_vars.it).vectorize(ii, s.vector_width).unroll(lane);
+  lanes.update().reorder(ii, lane, st.over_groups).vectorize(ii, s.vector_width).unroll(lane);
+}
 
 void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const LoopLevel& level,
                              const AttentionPipeline& p, int head_dim) {
   const Var d = p.vars.d, ii = p.tile_vars.ii;
   const int VW = s.vector_width;
-  Func logits = st.logits, max = st.max, probs = st.probs, sum = st.sum, pv = st.pv;
+  Func logits = st.logits, probs = st.probs, pv = st.pv;
   logits.compute_at(level);
   register_tile(s, logits, st.scores, ii, st.key, st.over_dim, s.register_vectors, s.register_rows);
-  max.compute_at(level).vectorize(ii, VW);
-  max.update().reorder(ii, st.over_keys).vectorize(ii, VW);
+  schedule_row_statistic(s, st.max, st.max_lanes, st, level, p);
   probs.compute_at(level).vectorize(ii, VW);
-  sum.compute_at(level).vectorize(ii, VW);
-  sum.update().reorder(ii, st.over_keys).vectorize(ii, VW);
+  schedule_row_statistic(s, st.sum, st.sum_lanes, st, level, p);
   pv.compute_at(level);
   register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, head_dim_vectors(s, head_dim),
                 effective_pv_rows(s));
@@ -117,8 +133,9 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
 LoopLevel schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
   FusedFuncs& f = p.fused;
   LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
-  SoftmaxStages stages{f.logits, f.scores, f.row_max, f.probs,       f.row_sum,
-                       f.pv,     f.pv_sum, p.vars.j,  f.over_keys.x, f.over_dim.x};
+  SoftmaxStages stages{f.logits,    f.scores,    f.row_max,      f.probs,       f.row_sum,
+                       f.pv,        f.pv_sum,    p.vars.j,       f.over_keys.x, f.over_dim.x,
+                       f.max_lanes, f.sum_lanes, f.over_groups.x};
   schedule_softmax_stages(s, stages, tile, p, head_dim);
   return tile;
 }
