@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "schedules/bounded_json.h"
@@ -44,7 +45,7 @@ Database::Database(std::filesystem::path path) : path_(std::move(path)) {
 
 void Database::reload() {
   records_.clear();
-  keys_.clear();
+  standing_.clear();
   newest_.clear();
   skipped_ = 0;
   std::ifstream in(path_, std::ios::binary);
@@ -91,28 +92,39 @@ void Database::append(const std::vector<Record>& records) {
 }
 
 void Database::add(Record record) {
-  keys_.insert(record.key());
+  // Of equal times the later line wins, here and for generations: ISO 8601
+  // UTC times order as text.
+  auto [standing, first] = standing_.try_emplace(record.key(), records_.size());
+  if (!first && record.time >= records_[standing->second].time) {
+    standing->second = records_.size();
+  }
   // Only a correct record makes its generation current: a new version's
   // failures, or a run killed before any result, leave the old winners.
-  // ISO 8601 UTC times order as text; of equal times the later line wins.
   if (record.status == Status::ok) {
-    auto [newest, first] = newest_.try_emplace(record.group());
-    if (first || record.time >= newest->second.time) {
+    auto [newest, first_ok] = newest_.try_emplace(record.group());
+    if (first_ok || record.time >= newest->second.time) {
       newest->second = {record.time, record.generation()};
     }
   }
   records_.push_back(std::move(record));
 }
 
-bool Database::is_current(const Record& record) const {
+bool Database::is_current(size_t index) const {
+  const Record& record = records_[index];
+  if (standing_.at(record.key()) != index) return false;
   auto found = newest_.find(record.group());
   return found == newest_.end() || found->second.generation == record.generation();
 }
 
+const Record* Database::standing(const std::string& key) const {
+  auto found = standing_.find(key);
+  return found == standing_.end() ? nullptr : &records_[found->second];
+}
+
 std::vector<Record> Database::current_records() const {
   std::vector<Record> current;
-  for (const Record& r : records_) {
-    if (is_current(r)) current.push_back(r);
+  for (size_t n = 0; n < records_.size(); ++n) {
+    if (is_current(n)) current.push_back(records_[n]);
   }
   return current;
 }
@@ -120,14 +132,26 @@ std::vector<Record> Database::current_records() const {
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,
                                      const std::string& bucket) const {
   std::optional<Record> best;
-  for (const Record& r : records_) {
+  for (size_t n = 0; n < records_.size(); ++n) {
+    const Record& r = records_[n];
     if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket ||
-        !is_current(r)) {
+        !is_current(n)) {
       continue;
     }
     if (!best || r.ms_median < best->ms_median) best = r;
   }
   return best;
+}
+
+size_t merge(Database& into, const Database& from) {
+  std::set<std::string> present;
+  for (const Record& r : into.records()) present.insert(r.to_json().dump());
+  std::vector<Record> fresh;
+  for (const Record& r : from.records()) {
+    if (present.insert(r.to_json().dump()).second) fresh.push_back(r);
+  }
+  into.append(fresh);
+  return fresh.size();
 }
 
 }  // namespace attnforge::autotune

@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "record.h"
@@ -36,13 +35,18 @@ class Database {
   size_t skipped_lines() const { return skipped_; }
   const std::filesystem::path& path() const { return path_; }
 
-  bool contains(const std::string& key) const { return keys_.count(key) != 0; }
+  bool contains(const std::string& key) const { return standing_.count(key) != 0; }
+  // The record that stands for a candidate (Record::key): of several, the
+  // newest, so a finalist's confirmation replaces its search measurement.
+  // Null when the key is not recorded.
+  const Record* standing(const std::string& key) const;
 
   // The records of each (spec, target, bucket) group's current generation:
   // that of its newest correct record. Only these are compared, so after an
   // upgrade a group's winners are the old ones until a new version measures
   // a correct candidate, and from then on the new ones; older records stay
   // in the file (records()). A group without a correct record keeps all.
+  // Only the standing record of each candidate is included.
   std::vector<Record> current_records() const;
 
   // The fastest correct current record for (spec, target, bucket), if any.
@@ -51,7 +55,7 @@ class Database {
 
  private:
   void add(Record record);
-  bool is_current(const Record& record) const;
+  bool is_current(size_t index) const;
 
   struct Newest {
     std::string time, generation;
@@ -59,9 +63,14 @@ class Database {
 
   std::filesystem::path path_;
   std::vector<Record> records_;
-  std::unordered_set<std::string> keys_;
-  std::map<std::string, Newest> newest_;  // by Record::group()
+  std::map<std::string, size_t> standing_;  // by Record::key(): index into records_
+  std::map<std::string, Newest> newest_;    // by Record::group()
   size_t skipped_ = 0;
 };
+
+// Appends the records of `from` that `into` lacks, line for line, and returns
+// how many. Another measurement of a recorded candidate is added, and the
+// newest stands for it.
+size_t merge(Database& into, const Database& from);
 
 }  // namespace attnforge::autotune

@@ -74,6 +74,7 @@ nlohmann::json Record::to_json() const {
           {"ms_max", ms_max},
           {"detail", detail},
           {"strategy", strategy},
+          {"confirmation", confirmation},
           {"attnforge_version", attnforge_version},
           {"halide_version", halide_version},
           {"time", time}};
@@ -94,6 +95,7 @@ Record Record::from_json(const nlohmann::json& json) {
   r.ms_max = field<double>(json, "ms_max");
   r.detail = optional_text(json, "detail");
   r.strategy = optional_text(json, "strategy");
+  r.confirmation = json.contains("confirmation") && field<bool>(json, "confirmation");
   r.attnforge_version = optional_text(json, "attnforge_version");
   r.halide_version = optional_text(json, "halide_version");
   r.time = optional_text(json, "time");

@@ -24,6 +24,9 @@ struct Record {
   double ms_median = 0.0, ms_min = 0.0, ms_max = 0.0;
   std::string detail;  // error text for failures
   std::string strategy;
+  // A finalist measured again at the end of a run; as the newer record of its
+  // key it stands for the candidate instead of the search's measurement.
+  bool confirmation = false;
   std::string attnforge_version;
   std::string halide_version;
   std::string time;  // UTC, ISO 8601

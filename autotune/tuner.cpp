@@ -1,7 +1,9 @@
 #include "tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "builder.h"
@@ -260,13 +262,13 @@ void read_competitor_times(const TuneOptions& options, const Database& database,
 }
 
 // Outcomes of schedules already in the database for this run's (spec,
-// target, bucket), by record key.
+// target, bucket), by record key: each key's standing record.
 std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options,
                                                const Database& database) {
   const RunKey run(options);
   std::map<std::string, Trial> recorded;
   for (const Record& r : database.records()) {
-    if (r.schedule.is_string() || !run.holds(r)) continue;
+    if (r.schedule.is_string() || !run.holds(r) || database.standing(r.key()) != &r) continue;
     try {
       recorded.emplace(r.key(), Trial{Schedule::from_json(r.schedule), r.status, r.ms_median});
     } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
@@ -313,6 +315,91 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
   return same_spec;
 }
 
+using Measure = std::function<std::vector<Outcome>(const std::vector<Schedule>&)>;
+
+// At most this many passes of finalists: a pass that leaves an unconfirmed
+// leader (a lucky timing further down) is followed by another.
+constexpr int kConfirmationPasses = 3;
+
+// The next finalists: the `count` fastest correct candidates of this run's
+// group and generation not confirmed yet, and, in the first pass, the
+// fastest preset. Keys in `order` are record keys.
+std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
+                                        const std::map<std::string, std::string>& presets,
+                                        const std::set<std::string>& confirmed, size_t count) {
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [key, trial] : recorded) {
+    if (trial.status == Status::ok && !confirmed.count(key)) order.push_back({trial.ms, key});
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> finalists;
+  bool want_preset = confirmed.empty();
+  for (const auto& [ms, key] : order) {
+    const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
+    if (finalists.size() < count || (preset && want_preset)) finalists.push_back(key);
+    want_preset = want_preset && !preset;
+    if (finalists.size() >= count && !want_preset) break;
+  }
+  return finalists;
+}
+
+// One outcome from a finalist's rounds: the first failure, or the median of
+// the rounds' medians with the extremes of all runs.
+Outcome combine_rounds(const std::vector<Outcome>& rounds) {
+  std::vector<double> medians;
+  Outcome combined{Status::ok, 0, 0, 0, ""};
+  for (const Outcome& round : rounds) {
+    if (round.status != Status::ok) return round;
+    medians.push_back(round.ms_median);
+    combined.ms_min = medians.size() == 1 ? round.ms_min : std::min(combined.ms_min, round.ms_min);
+    combined.ms_max = std::max(combined.ms_max, round.ms_max);
+  }
+  std::sort(medians.begin(), medians.end());
+  const size_t n = medians.size();
+  combined.ms_median = n % 2 ? medians[n / 2] : (medians[n / 2 - 1] + medians[n / 2]) / 2;
+  combined.detail = "confirmed in " + std::to_string(n) + " rounds; medians (ms):";
+  for (const Outcome& round : rounds) combined.detail += " " + std::to_string(round.ms_median);
+  return combined;
+}
+
+// Measures the finalists again in `confirm_rounds` rounds and records the
+// results, which then stand for them; passes go on while the fastest
+// candidate stands on its search timing alone. Returns the records made.
+int confirm_finalists(const TuneOptions& options, const std::map<std::string, std::string>& presets,
+                      const Measure& measure, std::map<std::string, Trial>& recorded,
+                      Database& database) {
+  std::set<std::string> confirmed;
+  for (int pass = 0; pass < kConfirmationPasses; ++pass) {
+    std::vector<std::string> keys = pick_finalists(recorded, presets, confirmed, options.finalists);
+    if (keys.empty()) break;
+    // Each round in a rotated order: no finalist is always measured first.
+    std::vector<std::vector<Outcome>> rounds(keys.size());
+    for (int round = 0; round < options.confirm_rounds; ++round) {
+      std::vector<Schedule> order;
+      for (size_t n = 0; n < keys.size(); ++n) {
+        order.push_back(recorded.at(keys[(n + round) % keys.size()]).schedule);
+      }
+      std::vector<Outcome> outcomes = measure(order);
+      for (size_t n = 0; n < keys.size(); ++n) {
+        rounds[(n + round) % keys.size()].push_back(outcomes[n]);
+      }
+    }
+    std::vector<Record> records;
+    for (size_t n = 0; n < keys.size(); ++n) {
+      Trial& trial = recorded.at(keys[n]);
+      const Outcome outcome = combine_rounds(rounds[n]);
+      records.push_back(make_record(options, trial.schedule.to_json(), outcome));
+      records.back().strategy = database.standing(keys[n])->strategy;
+      records.back().confirmation = true;
+      trial = {trial.schedule, outcome.status, outcome.ms_median};
+      confirmed.insert(keys[n]);
+    }
+    database.append(records);
+    std::vector<std::string> leader = pick_finalists(recorded, presets, {}, 1);
+    if (leader.empty() || confirmed.count(leader.front())) break;
+  }
+  return static_cast<int>(confirmed.size());
+}
 }  // namespace
 
 TuneSummary tune(const TuneOptions& options, Database& database,
@@ -343,7 +430,7 @@ TuneSummary tune(const TuneOptions& options, Database& database,
       throw;
     }
   }
-  auto measure = [&](const std::vector<Schedule>& batch) {
+  Measure measure = [&](const std::vector<Schedule>& batch) {
     std::vector<Outcome> outcomes;
     if (options.simulate) {
       for (const Schedule& s : batch) outcomes.push_back(options.simulate(s));
@@ -371,11 +458,18 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   std::hash<std::string> hash;
   auto update_best = [&] {
     summary.best = database.best(spec_key(options), options.target.to_string(), bucket);
-    std::vector<Trial> ok = fastest_first(history);
-    progress.best_ms = ok.empty() ? 0.0 : ok.front().ms;
+    progress.best_ms = summary.best ? summary.best->ms_median : 0.0;
+  };
+  // The search stops where the confirmation, at the pace measured so far,
+  // still fits in the budget.
+  const size_t confirmations = options.confirm_rounds * (options.finalists + 1);
+  auto confirmation_seconds = [&] {
+    if (progress.measured == 0) return 0.0;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    return elapsed / progress.measured * confirmations;
   };
   update_best();
-  while (seconds_left() > 0 &&
+  while (seconds_left() > confirmation_seconds() &&
          (options.max_candidates == 0 || history.size() < options.max_candidates)) {
     std::vector<Schedule> proposed = strategy->propose(history, 2 * options.runner.parallel_jobs);
     if (proposed.empty()) break;  // the strategy has run out of candidates
@@ -415,6 +509,11 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     update_best();
     progress.seconds_left = std::max(0.0, seconds_left());
     if (on_progress && !records.empty()) on_progress(progress);
+  }
+  if (options.confirm_rounds > 0) {
+    progress.confirmed = confirm_finalists(options, presets, measure, recorded, database);
+    update_best();
+    if (on_progress) on_progress(progress);
   }
   if (!options.simulate) {
     measure_competitors(options, database, *runner, *measurement);

@@ -5,7 +5,10 @@
 // spent. A rerun with the same database continues: the strategy replays from
 // its seed, reading back what is recorded instead of measuring it again, so a
 // run killed and resumed any number of times ends where an uninterrupted one
-// with the same seed and candidate budget ends.
+// with the same seed and candidate budget ends. At the end, the finalists
+// (the fastest candidates and the fastest preset) are measured again in
+// interleaved rounds, and those records stand for them: one lucky or disturbed
+// timing in the search decides neither the winner nor its gain.
 #pragma once
 
 #include <Halide.h>
@@ -40,6 +43,10 @@ struct TuneOptions {
   double min_measure_seconds = 0.2;
   bool autoschedulers = true;  // also measure Halide's x86 autoschedulers (once per database)
   size_t max_candidates = 0;   // stop after this many proposals (0: only the time budget)
+  // Rounds in which the `finalists` fastest candidates and the fastest preset
+  // are measured again (0: none); the search leaves time for them.
+  int confirm_rounds = 2;
+  size_t finalists = 3;
   // Simulation: candidates are "measured" by this instead of compiled and run,
   // and no baseline or autoscheduler runs (strategy and kill-safety tests).
   std::function<Outcome(const schedules::Schedule&)> simulate;
@@ -48,6 +55,7 @@ struct TuneOptions {
 struct Progress {
   int measured = 0;      // this run
   int failures = 0;      // this run: wrong, crashed, timed out, failed to compile
+  int confirmed = 0;     // this run: finalists measured again
   double best_ms = 0.0;  // 0 until a correct candidate exists (any run)
   double naive_ms = 0.0;
   double autoscheduler_ms = 0.0;  // the best of Halide's autoschedulers, 0 if none ran

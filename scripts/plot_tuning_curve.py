@@ -1,13 +1,31 @@
 #!/usr/bin/env python3
 """Plots the tuning curve (best so far against time) of every (spec, target,
 shape bucket) in a tuning database, and says when half of the final gain over
-the best preset was reached.
+the best preset was reached. Records are read as the database reads them: the
+current generation of each group, and the newest record of each schedule.
 
 usage: plot_tuning_curve.py DATABASE.jsonl OUT.png
 """
 import json
 import sys
 from datetime import datetime
+
+
+def generation(record):
+    return (record.get("attnforge_version"), record.get("halide_version"))
+
+
+def current(records):
+    """The records of the group's current generation, as the database loader
+    decides it: that of the newest correct record (of equal times, the later
+    line). Older kernels' timings would mix two tuning runs in one curve."""
+    newest = None
+    for r in records:
+        if r["status"] == "ok" and (newest is None or r["time"] >= newest["time"]):
+            newest = r
+    if newest is None:
+        return records
+    return [r for r in records if generation(r) == generation(newest)]
 
 
 def load(path):
@@ -20,7 +38,7 @@ def load(path):
                 continue  # a torn line, as the database loader skips it
             key = (record["spec"], record["bucket"], record["target"])
             groups.setdefault(key, []).append(record)
-    return groups
+    return {key: current(records) for key, records in groups.items()}
 
 
 def seconds(record, start):
@@ -28,18 +46,28 @@ def seconds(record, start):
 
 
 def curve(records):
-    """(times, best so far, best preset, naive) over schedule records that ran correctly."""
+    """(times, best so far, best preset) over schedule records, in time order.
+    As in the database, the newest record of a schedule stands for it: a
+    finalist's confirmation replaces its search timing, so the curve's end is
+    the confirmed best, which may lie above the search's luckiest timing."""
+    records = sorted(records, key=lambda r: r["time"])  # stable: of equal times, file order
     start = datetime.fromisoformat(records[0]["time"].rstrip("Z"))
-    times, best, running = [], [], None
-    preset = None
+    standing, presets = {}, set()
+    times, best, preset = [], [], None
     for r in records:
-        if r["status"] != "ok" or not isinstance(r["schedule"], dict):
+        if not isinstance(r["schedule"], dict):
             continue
+        key = json.dumps(r["schedule"], sort_keys=True)
+        standing[key] = r["ms_median"] if r["status"] == "ok" else None
         if r.get("strategy", "").startswith("preset:"):
-            preset = r["ms_median"] if preset is None else min(preset, r["ms_median"])
-        running = r["ms_median"] if running is None else min(running, r["ms_median"])
+            presets.add(key)
+        ok = {k: ms for k, ms in standing.items() if ms is not None}
+        if not ok:
+            continue
+        preset_ms = [ms for k, ms in ok.items() if k in presets]
+        preset = min(preset_ms) if preset_ms else None
         times.append(seconds(r, start))
-        best.append(running)
+        best.append(min(ok.values()))
     return times, best, preset
 
 

@@ -46,15 +46,7 @@ int run_best(const std::string& path) {
 int run_merge(const std::string& out, const std::vector<std::string>& inputs) {
   Database merged(out);
   size_t added = 0;
-  for (const std::string& input : inputs) {
-    Database in(input);
-    std::vector<Record> fresh;
-    for (const Record& r : in.records()) {
-      if (!merged.contains(r.key())) fresh.push_back(r);
-    }
-    merged.append(fresh);
-    added += fresh.size();
-  }
+  for (const std::string& input : inputs) added += merge(merged, Database(input));
   fmt::print("{}: {} records added, {} in all\n", out, added, merged.records().size());
   return 0;
 }

@@ -20,7 +20,7 @@ struct TuneArgs {
   std::string spec, target = "host", shape, budget = "3m", strategy = "evolutionary", db;
   std::string shard = "0/1";
   uint32_t seed = 1;
-  int threads = 0, jobs = 2;
+  int threads = 0, jobs = 2, confirm = 2;
   double timeout = 120;
 };
 
@@ -68,6 +68,7 @@ int run_tune(const TuneArgs& args) {
   options.seed = args.seed;
   options.threads = args.threads;
   options.runner.parallel_jobs = args.jobs;
+  options.confirm_rounds = args.confirm;
   options.runner.timeout_seconds = args.timeout;
   parse_shard(args.shard, options);
   Database db(args.db);
@@ -77,8 +78,9 @@ int run_tune(const TuneArgs& args) {
   TuneSummary summary = tune(options, db, [](const Progress& p) {
     // The naive baseline is timed after the search, once per database.
     const std::string naive = p.naive_ms > 0 ? fmt::format(" (naive {:.1f} ms)", p.naive_ms) : "";
-    fmt::print(stderr, "\r{} measured, {} failed, best {:.3f} ms{}, {:.0f} s left   ", p.measured,
-               p.failures, p.best_ms, naive, p.seconds_left);
+    const std::string confirmed = p.confirmed > 0 ? fmt::format(", {} confirmed", p.confirmed) : "";
+    fmt::print(stderr, "\r{} measured, {} failed{}, best {:.3f} ms{}, {:.0f} s left   ", p.measured,
+               p.failures, confirmed, p.best_ms, naive, p.seconds_left);
   });
   fmt::print(stderr, "\n");
   if (summary.best) {
@@ -114,6 +116,10 @@ Action add_tune_command(CLI::App& app) {
   tune->add_option("--threads", args->threads, "Kernel threads (default: all cores)");
   tune->add_option("--jobs", args->jobs, "Candidates compiled at once (default 2)");
   tune->add_option("--timeout", args->timeout, "Seconds before a candidate is killed");
+  tune->add_option("--confirm", args->confirm,
+                   "Rounds in which the finalists are measured again at the end (default 2; 0: "
+                   "none)")
+      ->check(CLI::Range(0, 10));
   tune->add_option("--shard", args->shard, "This machine's share: i/n (default 0/1)");
   return [tune, args] { return *tune ? run_tune(*args) : -1; };
 }

@@ -114,6 +114,61 @@ TEST(Database, OnlyTheNewestGenerationOfAGroupCompetes) {
   EXPECT_EQ(db.current_records().size(), 2u);
 }
 
+// A confirmation measures a candidate again: the newer record stands for it,
+// whether faster or slower, and of equal times the later line.
+TEST(Database, TheNewestRecordOfACandidateStandsForIt) {
+  TempFile file;
+  Record lucky = make_record(1, 1.0);
+  lucky.time = "2026-01-01T00:00:00Z";
+  Record confirmed = make_record(1, 3.0);
+  confirmed.time = "2026-01-01T00:05:00Z";
+  confirmed.confirmation = true;
+  Record other = make_record(2, 2.0);
+  other.time = "2026-01-01T00:01:00Z";
+  {
+    Database db(file.path);
+    db.append(std::vector<Record>{confirmed, lucky, other});  // file order is not time
+  }
+  Database db(file.path);
+  ASSERT_NE(db.standing(lucky.key()), nullptr);
+  EXPECT_TRUE(db.standing(lucky.key())->confirmation);
+  EXPECT_EQ(db.standing(make_record(9).key()), nullptr);
+  auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->schedule["query_tile"], 2);  // 1.0 ms was superseded by 3.0 ms
+  EXPECT_EQ(db.current_records().size(), 2u);
+  EXPECT_EQ(summarize(db).at(0).measured, 2);
+
+  Record same_time = make_record(2, 4.0);
+  same_time.time = other.time;
+  db.append(same_time);
+  EXPECT_DOUBLE_EQ(db.standing(other.key())->ms_median, 4.0);
+  Database reloaded(file.path);
+  EXPECT_DOUBLE_EQ(reloaded.standing(other.key())->ms_median, 4.0);
+  EXPECT_EQ(reloaded.records().size(), 4u);  // nothing is dropped from the file
+}
+
+// Merging adds what the target lacks line for line: twice adds nothing, and
+// another machine's confirmation of a recorded candidate is added and stands.
+TEST(Database, MergeAddsMissingRecordsOnce) {
+  TempFile into_file, from_file;
+  Record searched = make_record(1, 1.0);
+  searched.time = "2026-01-01T00:00:00Z";
+  Record confirmed = searched;
+  confirmed.ms_median = confirmed.ms_min = confirmed.ms_max = 2.0;
+  confirmed.time = "2026-01-01T00:03:00Z";
+  confirmed.confirmation = true;
+  Database into(into_file.path);
+  into.append(searched);
+  Database from(from_file.path);
+  from.append(std::vector<Record>{searched, confirmed, make_record(2, 5.0)});
+  EXPECT_EQ(merge(into, from), 2u);
+  EXPECT_EQ(merge(into, from), 0u);
+  Database reloaded(into_file.path);
+  EXPECT_EQ(reloaded.records().size(), 3u);
+  EXPECT_TRUE(reloaded.standing(searched.key())->confirmation);
+}
+
 TEST(Database, AGroupWithoutACorrectRecordKeepsItsRecords) {
   TempFile file;
   Database db(file.path);

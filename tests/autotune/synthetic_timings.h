@@ -37,6 +37,7 @@ inline TuneOptions simulated_tuning(const std::string& spec, size_t candidates, 
   options.seed = seed;
   options.budget_seconds = 1e9;
   options.max_candidates = candidates;
+  options.confirm_rounds = 0;  // these timings never vary: nothing to confirm
   options.simulate = [](const schedules::Schedule& s) {
     const double ms = synthetic_ms(s);
     return Outcome{Status::ok, ms, ms, ms, ""};
