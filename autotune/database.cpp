@@ -129,13 +129,29 @@ std::vector<Record> Database::current_records() const {
   return current;
 }
 
+std::vector<Record> Database::contenders() const {
+  std::set<std::string> confirmed_groups;
+  for (size_t n = 0; n < records_.size(); ++n) {
+    const Record& r = records_[n];
+    if (r.confirmation && r.status == Status::ok && is_current(n))
+      confirmed_groups.insert(r.group());
+  }
+  std::vector<Record> contenders;
+  for (size_t n = 0; n < records_.size(); ++n) {
+    const Record& r = records_[n];
+    const bool searched_only = r.schedule.is_object() && !r.confirmation;
+    if (is_current(n) && !(searched_only && confirmed_groups.count(r.group()))) {
+      contenders.push_back(r);
+    }
+  }
+  return contenders;
+}
+
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,
                                      const std::string& bucket) const {
   std::optional<Record> best;
-  for (size_t n = 0; n < records_.size(); ++n) {
-    const Record& r = records_[n];
-    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket ||
-        !is_current(n)) {
+  for (const Record& r : contenders()) {
+    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket) {
       continue;
     }
     if (!best || r.ms_median < best->ms_median) best = r;

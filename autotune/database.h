@@ -49,7 +49,15 @@ class Database {
   // Only the standing record of each candidate is included.
   std::vector<Record> current_records() const;
 
-  // The fastest correct current record for (spec, target, bucket), if any.
+  // The current records that may win. A schedule picked as the fastest of
+  // many timings was likely timed on the fast side, so where a group's
+  // current generation has correct confirmations (finalists measured again),
+  // its schedules compete on those alone; the search records of the rest do
+  // not, and neither do lucky ones that no confirmation pass reached.
+  // Competitors (the naive baseline, autoschedulers) always take part.
+  std::vector<Record> contenders() const;
+
+  // The fastest correct contender for (spec, target, bucket), if any.
   std::optional<Record> best(const std::string& spec, const std::string& target,
                              const std::string& bucket) const;
 

@@ -15,19 +15,22 @@ void keep_faster(std::optional<Record>& slot, const Record& r) {
 std::vector<GroupSummary> summarize(const Database& database) {
   std::vector<GroupSummary> groups;
   std::map<std::string, size_t> index;
-  for (const Record& r : database.current_records()) {
-    std::string key = r.group();
-    auto found = index.find(key);
+  auto group_of = [&](const Record& r) -> GroupSummary& {
+    auto found = index.find(r.group());
     if (found == index.end()) {
-      found = index.emplace(key, groups.size()).first;
+      found = index.emplace(r.group(), groups.size()).first;
       groups.push_back({r.spec, r.target, r.bucket});
     }
-    GroupSummary& g = groups[found->second];
+    return groups[found->second];
+  };
+  for (const Record& r : database.current_records()) {
+    GroupSummary& g = group_of(r);
     ++g.measured;
-    if (r.status != Status::ok) {
-      ++g.failures;
-      continue;
-    }
+    if (r.status != Status::ok) ++g.failures;
+  }
+  for (const Record& r : database.contenders()) {
+    if (r.status != Status::ok) continue;
+    GroupSummary& g = group_of(r);
     if (r.schedule == "naive") {
       keep_faster(g.naive, r);
     } else if (r.schedule.is_string()) {

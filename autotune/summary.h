@@ -20,8 +20,9 @@ struct GroupSummary {
   int measured = 0, failures = 0;
 };
 
-// One entry per group, in the order groups first appear; only correct records
-// of the group's current generation (Database::current_records) count and compete.
+// One entry per group, in the order groups first appear: the counts over the
+// group's current generation (Database::current_records), the fastest over its
+// correct contenders (Database::contenders).
 std::vector<GroupSummary> summarize(const Database& database);
 
 }  // namespace attnforge::autotune

@@ -289,8 +289,8 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
   const std::string bucket =
       shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
   std::map<std::pair<std::string, std::string>, const Record*> fastest;
-  const std::vector<Record> current = database.current_records();
-  for (const Record& r : current) {
+  const std::vector<Record> contenders = database.contenders();
+  for (const Record& r : contenders) {
     if (r.target != target || r.status != Status::ok || !r.schedule.is_object()) continue;
     if (r.spec == spec && r.bucket == bucket) continue;  // this run's own
     const Record*& best = fastest[{r.spec, r.bucket}];

@@ -45,7 +45,7 @@ struct TuneOptions {
   size_t max_candidates = 0;   // stop after this many proposals (0: only the time budget)
   // Rounds in which the `finalists` fastest candidates and the fastest preset
   // are measured again (0: none); the search leaves time for them.
-  int confirm_rounds = 2;
+  int confirm_rounds = 3;
   size_t finalists = 3;
   // Simulation: candidates are "measured" by this instead of compiled and run,
   // and no baseline or autoscheduler runs (strategy and kill-safety tests).

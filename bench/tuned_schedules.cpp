@@ -12,7 +12,7 @@ std::map<std::string, std::map<std::string, std::string>> tuned_schedules(
   std::map<std::pair<std::string, std::string>, double> fastest;
   const std::string host = target.empty() ? Halide::get_host_target().to_string() : target;
   const autotune::Database database(path);
-  for (const autotune::Record& r : database.current_records()) {
+  for (const autotune::Record& r : database.contenders()) {
     if (r.status != autotune::Status::ok || !r.schedule.is_object() || r.target != host) continue;
     auto key = std::make_pair(r.spec, r.bucket);
     auto found = fastest.find(key);

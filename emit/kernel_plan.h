@@ -32,7 +32,8 @@ struct KernelPlan {
   std::vector<std::string> skipped;  // (spec, target) pairs no kernel can serve, and why
 };
 
-// extra_specs: specs to include even with no record.
+// records: a tuning database's contenders (Database::contenders); extra_specs:
+// specs to include even with no record.
 KernelPlan plan_kernels(const std::vector<autotune::Record>& records,
                         const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs);

@@ -47,27 +47,32 @@ def seconds(record, start):
 
 def curve(records):
     """(times, best so far, best preset) over schedule records, in time order.
-    As in the database, the newest record of a schedule stands for it: a
-    finalist's confirmation replaces its search timing, so the curve's end is
-    the confirmed best, which may lie above the search's luckiest timing."""
+    As in the database, the newest record of a schedule stands for it, and
+    once finalists were confirmed (measured again) only confirmed schedules
+    compete: the curve ends at the confirmed best, which may lie above the
+    search's luckiest timing."""
     records = sorted(records, key=lambda r: r["time"])  # stable: of equal times, file order
     start = datetime.fromisoformat(records[0]["time"].rstrip("Z"))
-    standing, presets = {}, set()
+    standing, confirmed, presets = {}, set(), set()
     times, best, preset = [], [], None
     for r in records:
         if not isinstance(r["schedule"], dict):
             continue
         key = json.dumps(r["schedule"], sort_keys=True)
         standing[key] = r["ms_median"] if r["status"] == "ok" else None
+        confirmed.discard(key)
+        if r.get("confirmation") and r["status"] == "ok":
+            confirmed.add(key)
         if r.get("strategy", "").startswith("preset:"):
             presets.add(key)
-        ok = {k: ms for k, ms in standing.items() if ms is not None}
-        if not ok:
+        contenders = {k: ms for k, ms in standing.items()
+                      if ms is not None and (not confirmed or k in confirmed)}
+        if not contenders:
             continue
-        preset_ms = [ms for k, ms in ok.items() if k in presets]
+        preset_ms = [ms for k, ms in contenders.items() if k in presets]
         preset = min(preset_ms) if preset_ms else None
         times.append(seconds(r, start))
-        best.append(min(ok.values()))
+        best.append(min(contenders.values()))
     return times, best, preset
 
 

@@ -40,7 +40,7 @@ int run_emit(const EmitArgs& args) {
     if (!std::filesystem::exists(args.db)) {
       throw std::invalid_argument("--db: " + args.db + " does not exist");
     }
-    records = autotune::Database(args.db).current_records();
+    records = autotune::Database(args.db).contenders();
   }
   std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
   emit::KernelPlan kernel_plan = emit::plan_kernels(records, targets, parse_specs(args.specs));

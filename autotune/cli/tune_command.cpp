@@ -20,7 +20,7 @@ struct TuneArgs {
   std::string spec, target = "host", shape, budget = "3m", strategy = "evolutionary", db;
   std::string shard = "0/1";
   uint32_t seed = 1;
-  int threads = 0, jobs = 2, confirm = 2;
+  int threads = 0, jobs = 2, confirm = 3;
   double timeout = 120;
 };
 
@@ -117,7 +117,7 @@ Action add_tune_command(CLI::App& app) {
   tune->add_option("--jobs", args->jobs, "Candidates compiled at once (default 2)");
   tune->add_option("--timeout", args->timeout, "Seconds before a candidate is killed");
   tune->add_option("--confirm", args->confirm,
-                   "Rounds in which the finalists are measured again at the end (default 2; 0: "
+                   "Rounds in which the finalists are measured again at the end (default 3; 0: "
                    "none)")
       ->check(CLI::Range(0, 10));
   tune->add_option("--shard", args->shard, "This machine's share: i/n (default 0/1)");

@@ -114,24 +114,24 @@ TEST(Database, OnlyTheNewestGenerationOfAGroupCompetes) {
   EXPECT_EQ(db.current_records().size(), 2u);
 }
 
-// A confirmation measures a candidate again: the newer record stands for it,
-// whether faster or slower, and of equal times the later line.
+// A candidate measured again (a confirmation, another machine's database
+// merged in): the newer record stands for it, whether faster or slower, and
+// of equal times the later line.
 TEST(Database, TheNewestRecordOfACandidateStandsForIt) {
   TempFile file;
   Record lucky = make_record(1, 1.0);
   lucky.time = "2026-01-01T00:00:00Z";
-  Record confirmed = make_record(1, 3.0);
-  confirmed.time = "2026-01-01T00:05:00Z";
-  confirmed.confirmation = true;
+  Record again = make_record(1, 3.0);
+  again.time = "2026-01-01T00:05:00Z";
   Record other = make_record(2, 2.0);
   other.time = "2026-01-01T00:01:00Z";
   {
     Database db(file.path);
-    db.append(std::vector<Record>{confirmed, lucky, other});  // file order is not time
+    db.append(std::vector<Record>{again, lucky, other});  // file order is not time
   }
   Database db(file.path);
   ASSERT_NE(db.standing(lucky.key()), nullptr);
-  EXPECT_TRUE(db.standing(lucky.key())->confirmation);
+  EXPECT_EQ(db.standing(lucky.key())->time, again.time);
   EXPECT_EQ(db.standing(make_record(9).key()), nullptr);
   auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
   ASSERT_TRUE(best.has_value());
@@ -146,6 +146,38 @@ TEST(Database, TheNewestRecordOfACandidateStandsForIt) {
   Database reloaded(file.path);
   EXPECT_DOUBLE_EQ(reloaded.standing(other.key())->ms_median, 4.0);
   EXPECT_EQ(reloaded.records().size(), 4u);  // nothing is dropped from the file
+}
+
+// Once a group has correct confirmations, its schedules compete on them alone:
+// a lucky search timing that no confirmation reached does not win, while the
+// competitors still take part. Where every confirmation failed, all compete.
+TEST(Database, ConfirmedSchedulesAloneContendInTheirGroup) {
+  TempFile file;
+  Database db(file.path);
+  Record confirmed = make_record(1, 3.0);
+  confirmed.confirmation = true;
+  Record autoscheduler = make_record(0, 2.5);
+  autoscheduler.schedule = "autoscheduler:Adams2019";
+  Record other_group = make_record(3, 9.0);
+  other_group.bucket = "b1.q512.k512";
+  db.append(std::vector<Record>{make_record(1, 1.0), make_record(2, 2.0), confirmed, autoscheduler,
+                                other_group});
+  auto best = db.best("causal.mha8.d64.f32", "x86-64-linux-avx-avx2-fma", "b1.q2048.k2048");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->schedule, "autoscheduler:Adams2019");
+  std::vector<Record> contenders = db.contenders();
+  ASSERT_EQ(contenders.size(), 3u);  // query_tile 2 and the superseded 1.0 ms are out
+  EXPECT_TRUE(contenders[0].confirmation);
+  EXPECT_EQ(contenders[2].bucket, "b1.q512.k512");  // a group without confirmations
+  GroupSummary g = summarize(db).at(0);
+  EXPECT_EQ(g.measured, 3);  // counts stay over all current records
+  EXPECT_DOUBLE_EQ(g.best_tuned->ms_median, 3.0);
+
+  Record failed = confirmed;
+  failed.status = Status::crashed;
+  db.append(failed);
+  EXPECT_EQ(db.contenders().size(), 4u);
+  EXPECT_EQ(summarize(db).at(0).best_tuned->schedule["query_tile"], 2);
 }
 
 // Merging adds what the target lacks line for line: twice adds nothing, and

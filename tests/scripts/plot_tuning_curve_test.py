@@ -13,11 +13,11 @@ plot = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plot)
 
 
-def record(version, time, ms, strategy="evolutionary", status="ok", tile=16):
+def record(version, time, ms, strategy="evolutionary", status="ok", tile=16, confirmation=False):
     return {"spec": "full.mha8.d64.f32", "bucket": "b1.q2048.k2048", "target": "host",
             "schedule": {"form": "fused", "query_tile": tile}, "status": status,
             "ms_median": ms, "strategy": strategy, "attnforge_version": version,
-            "halide_version": "21.0.0", "time": time}
+            "halide_version": "21.0.0", "time": time, "confirmation": confirmation}
 
 
 class TuningCurveTest(unittest.TestCase):
@@ -58,17 +58,20 @@ class TuningCurveTest(unittest.TestCase):
         self.assertEqual(plot.half_gain_time(times, best, preset), 20.0)
 
     def test_confirmations_replace_search_timings(self):
-        # A lucky search timing and a disturbed preset, both measured again at the end.
+        # A lucky search timing and a disturbed preset, both measured again at the
+        # end; from then on an unconfirmed schedule no longer competes.
         records = self.load([
             record("0.1.0", "2026-01-01T10:00:00Z", 60.0, "preset:a", tile=64),
             record("0.1.0", "2026-01-01T10:00:10Z", 48.0, tile=32),
             record("0.1.0", "2026-01-01T10:00:20Z", 30.0, tile=16),
-            record("0.1.0", "2026-01-01T10:03:00Z", 45.0, tile=16),
-            record("0.1.0", "2026-01-01T10:03:00Z", 47.0, tile=32),
-            record("0.1.0", "2026-01-01T10:03:00Z", 50.0, "preset:a", tile=64),
+            record("0.1.0", "2026-01-01T10:00:30Z", 40.0, tile=8),  # never confirmed
+            record("0.1.0", "2026-01-01T10:03:00Z", 45.0, tile=16, confirmation=True),
+            record("0.1.0", "2026-01-01T10:03:00Z", 47.0, tile=32, confirmation=True),
+            record("0.1.0", "2026-01-01T10:03:00Z", 50.0, "preset:a", tile=64,
+                   confirmation=True),
         ])
         times, best, preset = plot.curve(records)
-        self.assertEqual(best, [60.0, 48.0, 30.0, 45.0, 45.0, 45.0])
+        self.assertEqual(best, [60.0, 48.0, 30.0, 30.0, 45.0, 45.0, 45.0])
         self.assertEqual(times[-1], 180.0)
         self.assertEqual(preset, 50.0)
 
