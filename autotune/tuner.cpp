@@ -318,12 +318,13 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
 using Measure = std::function<std::vector<Outcome>(const std::vector<Schedule>&)>;
 
 // At most this many passes of finalists: a pass that leaves an unconfirmed
-// leader (a lucky timing further down) is followed by another.
+// leader (a lucky timing further down) is followed by another where the
+// budget has room for it.
 constexpr int kConfirmationPasses = 3;
 
 // The next finalists: the `count` fastest correct candidates of this run's
 // group and generation not confirmed yet, and, in the first pass, the
-// fastest preset. Keys in `order` are record keys.
+// fastest preset. Returns their record keys, fastest first.
 std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
                                         const std::map<std::string, std::string>& presets,
                                         const std::set<std::string>& confirmed, size_t count) {
@@ -364,12 +365,14 @@ Outcome combine_rounds(const std::vector<Outcome>& rounds) {
 
 // Measures the finalists again in `confirm_rounds` rounds and records the
 // results, which then stand for them; passes go on while the fastest
-// candidate stands on its search timing alone. Returns the records made.
+// candidate stands on its search timing alone and another pass fits in the
+// time left. Returns the records made.
 int confirm_finalists(const TuneOptions& options, const std::map<std::string, std::string>& presets,
-                      const Measure& measure, std::map<std::string, Trial>& recorded,
-                      Database& database) {
+                      const Measure& measure, const std::function<double()>& seconds_left,
+                      std::map<std::string, Trial>& recorded, Database& database) {
   std::set<std::string> confirmed;
   for (int pass = 0; pass < kConfirmationPasses; ++pass) {
+    const auto pass_start = Clock::now();
     std::vector<std::string> keys = pick_finalists(recorded, presets, confirmed, options.finalists);
     if (keys.empty()) break;
     // Each round in a rotated order: no finalist is always measured first.
@@ -397,6 +400,7 @@ int confirm_finalists(const TuneOptions& options, const std::map<std::string, st
     database.append(records);
     std::vector<std::string> leader = pick_finalists(recorded, presets, {}, 1);
     if (leader.empty() || confirmed.count(leader.front())) break;
+    if (seconds_left() < std::chrono::duration<double>(Clock::now() - pass_start).count()) break;
   }
   return static_cast<int>(confirmed.size());
 }
@@ -511,7 +515,8 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     if (on_progress && !records.empty()) on_progress(progress);
   }
   if (options.confirm_rounds > 0) {
-    progress.confirmed = confirm_finalists(options, presets, measure, recorded, database);
+    progress.confirmed =
+        confirm_finalists(options, presets, measure, seconds_left, recorded, database);
     update_best();
     if (on_progress) on_progress(progress);
   }
