@@ -129,34 +129,44 @@ std::vector<Record> Database::current_records() const {
   return current;
 }
 
-std::vector<Record> Database::contenders() const {
-  std::set<std::string> confirmed_groups;
+std::set<std::string> Database::confirmed_groups() const {
+  std::set<std::string> groups;
   for (size_t n = 0; n < records_.size(); ++n) {
     const Record& r = records_[n];
-    if (r.confirmation && r.status == Status::ok && is_current(n))
-      confirmed_groups.insert(r.group());
+    if (r.confirmation && r.status == Status::ok && is_current(n)) groups.insert(r.group());
   }
+  return groups;
+}
+
+bool Database::contends(size_t index, const std::set<std::string>& confirmed_groups) const {
+  const Record& r = records_[index];
+  const bool searched_only = r.schedule.is_object() && !r.confirmation;
+  return is_current(index) && !(searched_only && confirmed_groups.count(r.group()));
+}
+
+std::vector<Record> Database::contenders() const {
+  const std::set<std::string> confirmed = confirmed_groups();
   std::vector<Record> contenders;
   for (size_t n = 0; n < records_.size(); ++n) {
-    const Record& r = records_[n];
-    const bool searched_only = r.schedule.is_object() && !r.confirmation;
-    if (is_current(n) && !(searched_only && confirmed_groups.count(r.group()))) {
-      contenders.push_back(r);
-    }
+    if (contends(n, confirmed)) contenders.push_back(records_[n]);
   }
   return contenders;
 }
 
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,
                                      const std::string& bucket) const {
-  std::optional<Record> best;
-  for (const Record& r : contenders()) {
-    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket) {
+  const std::set<std::string> confirmed = confirmed_groups();
+  const Record* best = nullptr;
+  for (size_t n = 0; n < records_.size(); ++n) {
+    const Record& r = records_[n];
+    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket ||
+        !contends(n, confirmed)) {
       continue;
     }
-    if (!best || r.ms_median < best->ms_median) best = r;
+    if (!best || r.ms_median < best->ms_median) best = &r;
   }
-  return best;
+  if (!best) return std::nullopt;
+  return *best;
 }
 
 size_t merge(Database& into, const Database& from) {

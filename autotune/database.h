@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ class Database {
  private:
   void add(Record record);
   bool is_current(size_t index) const;
+  // Groups (Record::group) whose current generation has a correct confirmation.
+  std::set<std::string> confirmed_groups() const;
+  bool contends(size_t index, const std::set<std::string>& confirmed_groups) const;
 
   struct Newest {
     std::string time, generation;

@@ -8,6 +8,7 @@
 
 #include "builder.h"
 #include "checker.h"
+#include "confirmation.h"
 #include "cuda_screen.h"
 #include "generators/shape_bucket.h"
 #include "layer_tuning_inputs.h"
@@ -322,47 +323,6 @@ using Measure = std::function<std::vector<Outcome>(const std::vector<Schedule>&)
 // budget has room for it.
 constexpr int kConfirmationPasses = 3;
 
-// The next finalists: the `count` fastest correct candidates of this run's
-// group and generation not confirmed yet, and, in the first pass, the
-// fastest preset. Returns their record keys, fastest first.
-std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
-                                        const std::map<std::string, std::string>& presets,
-                                        const std::set<std::string>& confirmed, size_t count) {
-  std::vector<std::pair<double, std::string>> order;
-  for (const auto& [key, trial] : recorded) {
-    if (trial.status == Status::ok && !confirmed.count(key)) order.push_back({trial.ms, key});
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<std::string> finalists;
-  bool want_preset = confirmed.empty();
-  for (const auto& [ms, key] : order) {
-    const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
-    if (finalists.size() < count || (preset && want_preset)) finalists.push_back(key);
-    want_preset = want_preset && !preset;
-    if (finalists.size() >= count && !want_preset) break;
-  }
-  return finalists;
-}
-
-// One outcome from a finalist's rounds: the first failure, or the median of
-// the rounds' medians with the extremes of all runs.
-Outcome combine_rounds(const std::vector<Outcome>& rounds) {
-  std::vector<double> medians;
-  Outcome combined{Status::ok, 0, 0, 0, ""};
-  for (const Outcome& round : rounds) {
-    if (round.status != Status::ok) return round;
-    medians.push_back(round.ms_median);
-    combined.ms_min = medians.size() == 1 ? round.ms_min : std::min(combined.ms_min, round.ms_min);
-    combined.ms_max = std::max(combined.ms_max, round.ms_max);
-  }
-  std::sort(medians.begin(), medians.end());
-  const size_t n = medians.size();
-  combined.ms_median = n % 2 ? medians[n / 2] : (medians[n / 2 - 1] + medians[n / 2]) / 2;
-  combined.detail = "confirmed in " + std::to_string(n) + " rounds; medians (ms):";
-  for (const Outcome& round : rounds) combined.detail += " " + std::to_string(round.ms_median);
-  return combined;
-}
-
 // Measures the finalists again in `confirm_rounds` rounds and records the
 // results, which then stand for them; passes go on while the fastest
 // candidate stands on its search timing alone and another pass fits in the
@@ -398,7 +358,7 @@ int confirm_finalists(const TuneOptions& options, const std::map<std::string, st
       confirmed.insert(keys[n]);
     }
     database.append(records);
-    std::vector<std::string> leader = pick_finalists(recorded, presets, {}, 1);
+    std::vector<std::string> leader = pick_finalists(recorded, {}, {}, 1);
     if (leader.empty() || confirmed.count(leader.front())) break;
     if (seconds_left() < std::chrono::duration<double>(Clock::now() - pass_start).count()) break;
   }
@@ -466,7 +426,7 @@ TuneSummary tune(const TuneOptions& options, Database& database,
   };
   // The search stops where the confirmation, at the pace measured so far,
   // still fits in the budget.
-  const size_t confirmations = options.confirm_rounds * (options.finalists + 1);
+  const size_t confirmations = std::max(options.confirm_rounds, 0) * (options.finalists + 1);
   auto confirmation_seconds = [&] {
     if (progress.measured == 0) return 0.0;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

@@ -1,0 +1,43 @@
+#include "confirmation.h"
+
+#include <algorithm>
+
+namespace attnforge::autotune {
+
+std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
+                                        const std::map<std::string, std::string>& presets,
+                                        const std::set<std::string>& confirmed, size_t count) {
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [key, trial] : recorded) {
+    if (trial.status == Status::ok && !confirmed.count(key)) order.push_back({trial.ms, key});
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> finalists;
+  bool want_preset = confirmed.empty();
+  for (const auto& [ms, key] : order) {
+    const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
+    if (finalists.size() < count || (preset && want_preset)) finalists.push_back(key);
+    want_preset = want_preset && !preset;
+    if (finalists.size() >= count && !want_preset) break;
+  }
+  return finalists;
+}
+
+Outcome combine_rounds(const std::vector<Outcome>& rounds) {
+  std::vector<double> medians;
+  Outcome combined{Status::ok, 0, 0, 0, ""};
+  for (const Outcome& round : rounds) {
+    if (round.status != Status::ok) return round;
+    medians.push_back(round.ms_median);
+    combined.ms_min = medians.size() == 1 ? round.ms_min : std::min(combined.ms_min, round.ms_min);
+    combined.ms_max = std::max(combined.ms_max, round.ms_max);
+  }
+  std::sort(medians.begin(), medians.end());
+  const size_t n = medians.size();
+  combined.ms_median = n % 2 ? medians[n / 2] : (medians[n / 2 - 1] + medians[n / 2]) / 2;
+  combined.detail = "confirmed in " + std::to_string(n) + " rounds; medians (ms):";
+  for (const Outcome& round : rounds) combined.detail += " " + std::to_string(round.ms_median);
+  return combined;
+}
+
+}  // namespace attnforge::autotune
