@@ -1,6 +1,8 @@
 #include "database.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,11 +23,48 @@ namespace {
                            std::strerror(errno));
 }
 
-// Writes all of `text`; a short write (disk full) is an error, not a retry,
-// so a line is never split across two writes.
-void write_all(int fd, const std::string& text, const std::filesystem::path& path) {
-  ssize_t written = ::write(fd, text.data(), text.size());
-  if (written != static_cast<ssize_t>(text.size())) fail(path, "write");
+// A record as its line. A message cut mid-character is not valid UTF-8; the
+// broken bytes are replaced rather than failing the append.
+std::string line_of(const Record& record) {
+  return record.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Whole lines per write(2), so a line is never split between two writes;
+// bounded, because one write moves at most about 2 GiB.
+constexpr size_t kMaxWriteBytes = size_t{64} << 20;
+
+// Writes every line (newline-terminated); a short write (disk full) is an
+// error, not a retry.
+void write_lines(int fd, const std::vector<std::string>& lines, const std::filesystem::path& path) {
+  std::string chunk;
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    ssize_t written = ::write(fd, chunk.data(), chunk.size());
+    if (written < 0) fail(path, "write");
+    if (static_cast<size_t>(written) != chunk.size()) {
+      throw std::runtime_error(fmt::format(
+          "tuning database {}: wrote {} of {} bytes (is the disk full?); the last line is torn "
+          "and will be skipped on load",
+          path.string(), written, chunk.size()));
+    }
+    chunk.clear();
+  };
+  for (const std::string& line : lines) {
+    if (!chunk.empty() && chunk.size() + line.size() > kMaxWriteBytes) flush();
+    chunk += line;
+  }
+  flush();
+}
+
+// A new file's directory entry is durable only once its directory is synced.
+void sync_directory_of(const std::filesystem::path& path) {
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail(dir, "open its directory");
+  int synced = ::fsync(fd);
+  ::close(fd);
+  if (synced != 0) fail(dir, "fsync its directory");
 }
 
 // True when the file is non-empty and its last byte is not a newline: a
@@ -37,6 +76,12 @@ bool ends_torn(int fd) {
   return ::pread(fd, &last, 1, info.st_size - 1) == 1 && last != '\n';
 }
 
+void lock_exclusive(int fd, const std::filesystem::path& path) {
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) fail(path, "flock");
+  }
+}
+
 }  // namespace
 
 Database::Database(std::filesystem::path path) : path_(std::move(path)) {
@@ -45,6 +90,7 @@ Database::Database(std::filesystem::path path) : path_(std::move(path)) {
 
 void Database::reload() {
   records_.clear();
+  lines_.clear();
   standing_.clear();
   newest_.clear();
   skipped_ = 0;
@@ -58,7 +104,7 @@ void Database::reload() {
       continue;
     }
     try {
-      add(Record::from_json(schedules::parse_bounded_json(line, "record")));
+      add(Record::from_json(schedules::parse_bounded_json(line, "record")), line);
     } catch (const std::invalid_argument&) {
       ++skipped_;
     }
@@ -70,28 +116,40 @@ void Database::append(const Record& record) {
 }
 
 void Database::append(const std::vector<Record>& records) {
-  std::string lines;
+  std::vector<std::string> lines;
   for (const Record& record : records) {
-    std::string line = record.to_json().dump() + "\n";
-    if (line.size() > kMaxRecordBytes) throw std::invalid_argument("record too large to store");
-    lines += line;
+    lines.push_back(line_of(record));
+    if (lines.back().size() > kMaxRecordBytes) {
+      throw std::invalid_argument("record too large to store");
+    }
   }
-  if (lines.empty()) return;
+  append_lines(records, std::move(lines));
+}
+
+void Database::append_lines(std::vector<Record> records, std::vector<std::string> lines) {
+  if (records.empty()) return;
+  std::vector<std::string> terminated;
+  for (const std::string& line : lines) terminated.push_back(line + "\n");
+  const bool created = !std::filesystem::exists(path_);
   int fd = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) fail(path_, "open");
   try {
-    if (ends_torn(fd)) lines.insert(0, "\n");
-    write_all(fd, lines, path_);
+    // Held from the torn-line check to the fsync, so no other writer's line
+    // lands between them; released by close, or by the kernel if killed.
+    lock_exclusive(fd, path_);
+    if (ends_torn(fd)) terminated.front().insert(0, "\n");
+    write_lines(fd, terminated, path_);
     if (::fsync(fd) != 0) fail(path_, "fsync");
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
-  for (const Record& record : records) add(record);
+  if (created) sync_directory_of(path_);
+  for (size_t n = 0; n < records.size(); ++n) add(std::move(records[n]), std::move(lines[n]));
 }
 
-void Database::add(Record record) {
+void Database::add(Record record, std::string line) {
   // Of equal times the later line wins, here and for generations: ISO 8601
   // UTC times order as text.
   auto [standing, first] = standing_.try_emplace(record.key(), records_.size());
@@ -107,6 +165,7 @@ void Database::add(Record record) {
     }
   }
   records_.push_back(std::move(record));
+  lines_.push_back(std::move(line));
 }
 
 bool Database::is_current(size_t index) const {
@@ -170,14 +229,20 @@ std::optional<Record> Database::best(const std::string& spec, const std::string&
 }
 
 size_t merge(Database& into, const Database& from) {
+  // Compared as this version writes them: the same record from two copies
+  // of a file matches even where one line carries unknown fields.
   std::set<std::string> present;
-  for (const Record& r : into.records()) present.insert(r.to_json().dump());
+  for (const Record& r : into.records()) present.insert(line_of(r));
   std::vector<Record> fresh;
-  for (const Record& r : from.records()) {
-    if (present.insert(r.to_json().dump()).second) fresh.push_back(r);
+  std::vector<std::string> lines;
+  for (size_t n = 0; n < from.records().size(); ++n) {
+    if (!present.insert(line_of(from.records()[n])).second) continue;
+    fresh.push_back(from.records()[n]);
+    lines.push_back(from.lines()[n]);
   }
-  into.append(fresh);
-  return fresh.size();
+  const size_t added = fresh.size();
+  into.append_lines(std::move(fresh), std::move(lines));
+  return added;
 }
 
 }  // namespace attnforge::autotune

@@ -1,6 +1,7 @@
-// The tuning database: append-only JSONL, one Record a line. Each append is
-// one write(2) on an O_APPEND descriptor followed by fsync, so a kill at any
-// moment loses at most the record being written, and two writers never
+// The tuning database: append-only JSONL, one Record a line. Each append
+// holds an exclusive flock while it writes whole lines on an O_APPEND
+// descriptor, then fsyncs (and, for a new file, its directory), so a kill at
+// any moment loses at most the records being written, and two writers never
 // interleave within a line. Loading skips a torn or foreign line, never the file.
 #pragma once
 
@@ -25,13 +26,16 @@ class Database {
 
   // Appends durably; throws std::runtime_error naming the file on an I/O error.
   void append(const Record& record);
-  // Appends many records with one write and one fsync (merging, importing).
+  // Appends many records with one fsync (merging, importing).
   void append(const std::vector<Record>& records);
 
   // Reads the file again (e.g. after another process wrote to it).
   void reload();
 
   const std::vector<Record>& records() const { return records_; }
+  // The line each record was read from or written as, fields this version
+  // does not know included.
+  const std::vector<std::string>& lines() const { return lines_; }
   // Lines that were not records: torn by a kill, hand-edited, too long.
   size_t skipped_lines() const { return skipped_; }
   const std::filesystem::path& path() const { return path_; }
@@ -63,7 +67,10 @@ class Database {
                              const std::string& bucket) const;
 
  private:
-  void add(Record record);
+  void add(Record record, std::string line);
+  // Writes `lines` (each a record's line, newline-terminated) durably, then adds the records.
+  void append_lines(std::vector<Record> records, std::vector<std::string> lines);
+  friend size_t merge(Database& into, const Database& from);
   bool is_current(size_t index) const;
   // Groups (Record::group) whose current generation has a correct confirmation.
   std::set<std::string> confirmed_groups() const;
@@ -75,14 +82,15 @@ class Database {
 
   std::filesystem::path path_;
   std::vector<Record> records_;
+  std::vector<std::string> lines_;          // without the newline
   std::map<std::string, size_t> standing_;  // by Record::key(): index into records_
   std::map<std::string, Newest> newest_;    // by Record::group()
   size_t skipped_ = 0;
 };
 
-// Appends the records of `from` that `into` lacks, line for line, and returns
-// how many. Another measurement of a recorded candidate is added, and the
-// newest stands for it.
+// Appends the records of `from` that `into` lacks, each as its original line
+// (fields this version does not know kept), and returns how many. Another
+// measurement of a recorded candidate is added, and the newest stands for it.
 size_t merge(Database& into, const Database& from);
 
 }  // namespace attnforge::autotune

@@ -1,6 +1,7 @@
 // attnforge db: show the winners of a tuning database, or merge databases.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "autotune/database.h"
@@ -43,10 +44,28 @@ int run_best(const std::string& path) {
   return 0;
 }
 
+// Every input must exist: a mistyped shard is an error, not an empty database.
 int run_merge(const std::string& out, const std::vector<std::string>& inputs) {
+  for (const std::string& input : inputs) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(input, error)) {
+      fmt::print(stderr, "db merge: input {} is not a readable file; nothing merged\n", input);
+      return 1;
+    }
+  }
   Database merged(out);
   size_t added = 0;
-  for (const std::string& input : inputs) added += merge(merged, Database(input));
+  for (const std::string& input : inputs) {
+    Database from(input);
+    size_t added_here = merge(merged, from);
+    added += added_here;
+    fmt::print("{}: {} of {} records added", input, added_here, from.records().size());
+    if (from.skipped_lines()) {
+      fmt::print(", {} lines skipped (torn, or not records this version reads)",
+                 from.skipped_lines());
+    }
+    fmt::print("\n");
+  }
   fmt::print("{}: {} records added, {} in all\n", out, added, merged.records().size());
   return 0;
 }

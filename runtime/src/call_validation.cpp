@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace attnforge::runtime {
 
@@ -30,6 +33,12 @@ std::string strides_text(const TensorView& t) {
 
 // Rank, extents, strides and span of one tensor on its own.
 Status check_layout(const TensorView& t, const char* name, int rank, const char* expected) {
+  if (t.rank < 0 && -t.rank <= TensorView::kMaxRank) {
+    return invalid(fmt::format(
+        "{}: {} extents but a different number of strides; expected rank {} {} with one "
+        "stride per dimension",
+        name, -t.rank, rank, expected));
+  }
   if (t.rank != rank) {
     return invalid(fmt::format("{}: expected rank {} {}, got rank {}", name, rank, expected,
                                t.rank < 0 ? -t.rank : t.rank));
@@ -61,6 +70,69 @@ Status check_layout(const TensorView& t, const char* name, int rank, const char*
                     name, shape_text(t), strides_text(t), kMaxIndex));
   }
   if (t.data == nullptr && !empty) return invalid(fmt::format("{}: data is null", name));
+  return Status::success();
+}
+
+bool is_empty(const TensorView& t) {
+  for (int n = 0; n < t.rank; ++n) {
+    if (t.shape[n] == 0) return true;
+  }
+  return false;
+}
+
+// The first and last byte a non-empty view checked by check_layout touches.
+struct ByteSpan {
+  uintptr_t first, last;
+};
+ByteSpan byte_span(const TensorView& t) {
+  int64_t span = 0;
+  for (int n = 0; n < t.rank; ++n) span += (t.shape[n] - 1) * t.strides[n];
+  auto first = reinterpret_cast<uintptr_t>(t.data);
+  return {first, first + static_cast<uintptr_t>((span + 1) * element_bytes(t.type)) - 1};
+}
+
+// Whether two indices of t may reach one element: with dimensions in stride
+// order, each stride must pass the furthest offset of those inside it.
+bool elements_may_alias(const TensorView& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // stride, extent
+  for (int n = 0; n < t.rank; ++n) {
+    if (t.shape[n] > 1) dims.emplace_back(t.strides[n], t.shape[n]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, extent] : dims) {
+    if (stride <= reach) return true;
+    reach += (extent - 1) * stride;
+  }
+  return false;
+}
+
+struct NamedView {
+  const TensorView* view;
+  const char* name;
+};
+
+// A tensor the kernel writes: each element once, and apart from every tensor
+// it reads (threads write while others read).
+Status check_written(const TensorView& t, const char* name, std::initializer_list<NamedView> read) {
+  if (is_empty(t)) return Status::success();
+  if (elements_may_alias(t)) {
+    return invalid(fmt::format(
+        "{}: shape {} with strides {} maps several elements to one address; an output needs "
+        "its own memory for each element",
+        name, shape_text(t), strides_text(t)));
+  }
+  const ByteSpan written = byte_span(t);
+  for (const NamedView& other : read) {
+    if (!other.view || is_empty(*other.view)) continue;
+    const ByteSpan span = byte_span(*other.view);
+    if (written.first <= span.last && span.first <= written.last) {
+      return invalid(
+          fmt::format("{}: its memory overlaps {}; outputs may not share memory "
+                      "with the inputs or with each other",
+                      name, other.name));
+    }
+  }
   return Status::success();
 }
 
@@ -197,6 +269,24 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->device = q.device;
   call->empty = b == 0 || lq == 0;
   ATTNFORGE_CHECK(check_options(options, q, *call, h));
+  const AttentionOptions& o = options;
+  ATTNFORGE_CHECK(check_written(out, "out",
+                                {{&q, "q"},
+                                 {&k, "k"},
+                                 {&v, "v"},
+                                 {o.key_lengths, "key_lengths"},
+                                 {o.bias, "bias"},
+                                 {o.alibi_slopes, "alibi_slopes"},
+                                 {o.weights, "weights"}}));
+  if (o.weights) {
+    ATTNFORGE_CHECK(check_written(*o.weights, "weights",
+                                  {{&q, "q"},
+                                   {&k, "k"},
+                                   {&v, "v"},
+                                   {o.key_lengths, "key_lengths"},
+                                   {o.bias, "bias"},
+                                   {o.alibi_slopes, "alibi_slopes"}}));
+  }
 
   AttentionSpec& spec = call->spec;
   spec.mask = options.mask == MaskKind::causal           ? PositionMask::causal

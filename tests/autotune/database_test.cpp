@@ -201,6 +201,34 @@ TEST(Database, MergeAddsMissingRecordsOnce) {
   EXPECT_TRUE(reloaded.standing(searched.key())->confirmation);
 }
 
+// A newer version's fields survive a merge: the line is copied as read.
+TEST(Database, MergeKeepsFieldsThisVersionDoesNotKnow) {
+  TempFile into_file, from_file;
+  nlohmann::json line = make_record(1).to_json();
+  line["ms_p90"] = 1.5;
+  append_raw(from_file.path, line.dump() + "\n");
+  Database into(into_file.path);
+  EXPECT_EQ(merge(into, Database(from_file.path)), 1u);
+  std::ifstream merged(into_file.path);
+  std::string text;
+  std::getline(merged, text);
+  EXPECT_EQ(nlohmann::json::parse(text).at("ms_p90"), 1.5);
+  EXPECT_EQ(Database(into_file.path).records().size(), 1u);
+}
+
+// A failure message cut inside a multi-byte character still appends: the
+// broken bytes are replaced, and the record loads.
+TEST(Database, AMessageCutMidCharacterIsStored) {
+  TempFile file;
+  Record failed = make_record(1, 0.0, Status::crashed);
+  failed.detail = std::string(1999, 'x') + std::string("\xe2\x80\x94").substr(0, 1);
+  Database db(file.path);
+  ASSERT_NO_THROW(db.append(failed));
+  Database reloaded(file.path);
+  ASSERT_EQ(reloaded.records().size(), 1u);
+  EXPECT_EQ(reloaded.records()[0].detail.substr(0, 1999), std::string(1999, 'x'));
+}
+
 TEST(Database, AGroupWithoutACorrectRecordKeepsItsRecords) {
   TempFile file;
   Database db(file.path);

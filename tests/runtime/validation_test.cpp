@@ -26,6 +26,7 @@ struct Call {
   TensorView tlengths = TensorView::contiguous(lengths.data(), ElementType::i32, {2});
   TensorView tslopes = TensorView::contiguous(slopes.data(), ElementType::f32, {8});
   TensorView tbias = TensorView::contiguous(bias.data(), ElementType::f32, {1, 1, 5, 7});
+  TensorView tweights;
   AttentionOptions options;
 
   Call() { options.mask = MaskKind::causal; }
@@ -59,6 +60,35 @@ TEST(Validation, EveryBadArgumentIsNamedAndOutIsUntouched) {
          c.tq = TensorView::contiguous(c.q.data(), ElementType::f32, {1, 2, 8, 5, 64});
        },
        {"q:", "rank 4", "rank 5"}},
+      {"strides not matching the extents",
+       [](Call& c) {
+         c.tq = TensorView::strided(c.q.data(), ElementType::f32, {2, 8, 5, 64}, {2560, 320, 64});
+       },
+       {"q:", "4 extents", "different number of strides"}},
+      {"out with a zero stride",
+       [](Call& c) { c.tout.strides[1] = 0; },
+       {"out:", "strides [2560, 0, 64, 1]", "several elements to one address"}},
+      {"out with overlapping rows",
+       [](Call& c) { c.tout.strides[2] = 32; },
+       {"out:", "several elements to one address"}},
+      {"out is q", [](Call& c) { c.tout.data = c.q.data(); }, {"out:", "overlaps q"}},
+      {"out inside k",
+       [](Call& c) {
+         c.tout.data = c.kv.data() + 64;
+         c.tout.shape[0] = 1;
+         c.tout.shape[1] = 1;
+         c.tout.shape[2] = 1;
+         c.tq.shape[0] = c.tq.shape[1] = c.tq.shape[2] = 1;
+         c.tk.shape[0] = c.tv.shape[0] = 1;
+         c.tk.shape[1] = c.tv.shape[1] = 1;
+       },
+       {"out:", "overlaps k"}},
+      {"weights in out's memory",
+       [](Call& c) {
+         c.tweights = TensorView::contiguous(c.out.data(), ElementType::f32, {2, 8, 5, 7});
+         c.options.weights = &c.tweights;
+       },
+       {"out:", "overlaps weights"}},
       {"k head dim",
        [](Call& c) {
          c.tk.shape[3] = 32;

@@ -2,8 +2,9 @@
 //   out = softmax(q k^T * scale + bias + mask) v
 // q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] with H a multiple of H_kv (GQA/MQA);
 // out: [B, H, Lq, D]. Strides are free except the innermost (D), which must be
-// 1, so [B, L, H, D] memory is a view with swapped strides. All of q, k, v,
-// out (and bias, weights) share one element type: f32, f16 or bf16.
+// 1, so [B, L, H, D] memory is a view with swapped strides. out and weights
+// need memory of their own: no element shared, no byte shared with an input.
+// All of q, k, v, out (and bias, weights) share one element type: f32, f16 or bf16.
 #pragma once
 
 #include <cmath>
@@ -34,7 +35,10 @@ struct AttentionOptions {
   int window_right = 0;
 
   // Key padding: int32 [B]; batch b KEEPS keys 0 .. key_lengths[b] - 1 and
-  // masks the rest. 0 <= key_lengths[b] <= Lk; a row with no key is zeros.
+  // masks the rest; a row with no key is zeros. 0 <= key_lengths[b] <= Lk:
+  // on the CPU another value is an error; CUDA lengths stay on the device,
+  // unchecked, and one out of range gives an unspecified result (reads stay
+  // in bounds).
   const TensorView* key_lengths = nullptr;
 
   // Additive bias on the logits, [B or 1, H or 1, Lq, Lk], the call's element
