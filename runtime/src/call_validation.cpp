@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <utility>
-#include <vector>
 
 namespace attnforge::runtime {
 
@@ -31,6 +31,17 @@ std::string strides_text(const TensorView& t) {
   return text + "]";
 }
 
+// The offset, in elements, of a view's last element, from extents and
+// strides already checked to be in 0..kMaxIndex: each term is below 2^62, and
+// the sum stops growing past kMaxIndex, so nothing overflows.
+int64_t last_offset(const TensorView& t) {
+  int64_t span = 0;
+  for (int n = 0; n < t.rank; ++n) {
+    if (t.shape[n] > 0 && span <= kMaxIndex) span += (t.shape[n] - 1) * t.strides[n];
+  }
+  return span;
+}
+
 // Rank, extents, strides and span of one tensor on its own.
 Status check_layout(const TensorView& t, const char* name, int rank, const char* expected) {
   if (t.rank < 0 && -t.rank <= TensorView::kMaxRank) {
@@ -43,7 +54,6 @@ Status check_layout(const TensorView& t, const char* name, int rank, const char*
     return invalid(fmt::format("{}: expected rank {} {}, got rank {}", name, rank, expected,
                                t.rank < 0 ? -t.rank : t.rank));
   }
-  int64_t span = 0;
   bool empty = false;
   for (int n = 0; n < rank; ++n) {
     if (t.shape[n] < 0 || t.shape[n] > kMaxIndex) {
@@ -55,9 +65,8 @@ Status check_layout(const TensorView& t, const char* name, int rank, const char*
                                  t.strides[n], kMaxIndex));
     }
     empty = empty || t.shape[n] == 0;
-    // Each term is below 2^62 and span stops growing past kMaxIndex: no overflow.
-    if (t.shape[n] > 0 && span <= kMaxIndex) span += (t.shape[n] - 1) * t.strides[n];
   }
+  const int64_t span = last_offset(t);
   if (t.strides[rank - 1] != 1 && t.shape[rank - 1] > 1) {
     return invalid(
         fmt::format("{}: the innermost stride must be 1, got {}", name, t.strides[rank - 1]));
@@ -85,8 +94,7 @@ struct ByteSpan {
   uintptr_t first, last;
 };
 ByteSpan byte_span(const TensorView& t) {
-  int64_t span = 0;
-  for (int n = 0; n < t.rank; ++n) span += (t.shape[n] - 1) * t.strides[n];
+  const int64_t span = last_offset(t);
   auto first = reinterpret_cast<uintptr_t>(t.data);
   return {first, first + static_cast<uintptr_t>((span + 1) * element_bytes(t.type)) - 1};
 }
@@ -94,15 +102,16 @@ ByteSpan byte_span(const TensorView& t) {
 // Whether two indices of t may reach one element: with dimensions in stride
 // order, each stride must pass the furthest offset of those inside it.
 bool elements_may_alias(const TensorView& t) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // stride, extent
+  std::pair<int64_t, int64_t> dims[TensorView::kMaxRank];  // stride, extent; no allocation per call
+  int count = 0;
   for (int n = 0; n < t.rank; ++n) {
-    if (t.shape[n] > 1) dims.emplace_back(t.strides[n], t.shape[n]);
+    if (t.shape[n] > 1) dims[count++] = {t.strides[n], t.shape[n]};
   }
-  std::sort(dims.begin(), dims.end());
+  std::sort(dims, dims + count);
   int64_t reach = 0;
-  for (const auto& [stride, extent] : dims) {
-    if (stride <= reach) return true;
-    reach += (extent - 1) * stride;
+  for (int n = 0; n < count; ++n) {
+    if (dims[n].first <= reach) return true;
+    reach += (dims[n].second - 1) * dims[n].first;
   }
   return false;
 }
@@ -112,9 +121,9 @@ struct NamedView {
   const char* name;
 };
 
-// A tensor the kernel writes: each element once, and apart from every tensor
-// it reads (threads write while others read).
-Status check_written(const TensorView& t, const char* name, std::initializer_list<NamedView> read) {
+// A tensor the kernel writes: each element once, and apart from the first
+// `count` of `read` (threads write while others read).
+Status check_written(const TensorView& t, const char* name, const NamedView* read, size_t count) {
   if (is_empty(t)) return Status::success();
   if (elements_may_alias(t)) {
     return invalid(fmt::format(
@@ -123,14 +132,14 @@ Status check_written(const TensorView& t, const char* name, std::initializer_lis
         name, shape_text(t), strides_text(t)));
   }
   const ByteSpan written = byte_span(t);
-  for (const NamedView& other : read) {
-    if (!other.view || is_empty(*other.view)) continue;
-    const ByteSpan span = byte_span(*other.view);
+  for (const NamedView* other = read; other != read + count; ++other) {
+    if (!other->view || is_empty(*other->view)) continue;
+    const ByteSpan span = byte_span(*other->view);
     if (written.first <= span.last && span.first <= written.last) {
       return invalid(
           fmt::format("{}: its memory overlaps {}; outputs may not share memory "
                       "with the inputs or with each other",
-                      name, other.name));
+                      name, other->name));
     }
   }
   return Status::success();
@@ -270,23 +279,17 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->empty = b == 0 || lq == 0;
   ATTNFORGE_CHECK(check_options(options, q, *call, h));
   const AttentionOptions& o = options;
-  ATTNFORGE_CHECK(check_written(out, "out",
-                                {{&q, "q"},
-                                 {&k, "k"},
-                                 {&v, "v"},
-                                 {o.key_lengths, "key_lengths"},
-                                 {o.bias, "bias"},
-                                 {o.alibi_slopes, "alibi_slopes"},
-                                 {o.weights, "weights"}}));
-  if (o.weights) {
-    ATTNFORGE_CHECK(check_written(*o.weights, "weights",
-                                  {{&q, "q"},
-                                   {&k, "k"},
-                                   {&v, "v"},
-                                   {o.key_lengths, "key_lengths"},
-                                   {o.bias, "bias"},
-                                   {o.alibi_slopes, "alibi_slopes"}}));
-  }
+  // Inputs, then weights, which out must not overlap either.
+  const NamedView read[] = {{&q, "q"},
+                            {&k, "k"},
+                            {&v, "v"},
+                            {o.key_lengths, "key_lengths"},
+                            {o.bias, "bias"},
+                            {o.alibi_slopes, "alibi_slopes"},
+                            {o.weights, "weights"}};
+  const size_t inputs = std::size(read) - 1;
+  if (o.weights) ATTNFORGE_CHECK(check_written(*o.weights, "weights", read, inputs));
+  ATTNFORGE_CHECK(check_written(out, "out", read, std::size(read)));
 
   AttentionSpec& spec = call->spec;
   spec.mask = options.mask == MaskKind::causal           ? PositionMask::causal
