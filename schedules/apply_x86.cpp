@@ -104,9 +104,15 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   schedule_row_statistic(s, st.max, st.max_lanes, st, level, p);
   probs.compute_at(level).vectorize(ii, VW);
   schedule_row_statistic(s, st.sum, st.sum_lanes, st, level, p);
+  const int pv_vectors = head_dim_vectors(s, head_dim), pv_rows = effective_pv_rows(s);
+  if (s.pv_chunk > 0) {
+    pv.compute_at(level).vectorize(d, VW);
+    chunked_register_tile(st.pv_sum, d, ii, st.over_keys, s.pv_chunk, VW, pv_vectors, pv_rows,
+                          level, s.unroll);
+    return;
+  }
   pv.compute_at(level);
-  register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, head_dim_vectors(s, head_dim),
-                effective_pv_rows(s));
+  register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, pv_vectors, pv_rows);
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
 }
 

@@ -78,6 +78,7 @@ const std::vector<IntKnob>& int_knobs() {
       {"kv_splits", &Schedule::kv_splits},
       {"pv_rows", &Schedule::pv_rows, true},
       {"pv_vectors", &Schedule::pv_vectors, true},
+      {"pv_chunk", &Schedule::pv_chunk, true},
       {"projection_vectors", &Schedule::projection_vectors, true, true},
       {"projection_rows", &Schedule::projection_rows, true, true},
       {"projection_block", &Schedule::projection_block, true, true},
@@ -168,6 +169,7 @@ Schedule canonical(Schedule s) {
     drop(ParallelLoop::query_tiles);
   }
   if (s.form == Form::fused) s.key_block = defaults.key_block;
+  if (s.form == Form::online && s.pv_chunk == s.key_block) s.pv_chunk = 0;  // one chunk
   if (s.pv_rows == s.register_rows) s.pv_rows = 0;
   if (s.pv_vectors == s.register_vectors) s.pv_vectors = 0;
   if (s.kv_splits == 1) drop(ParallelLoop::kv_splits);

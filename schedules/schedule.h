@@ -43,6 +43,10 @@ struct Schedule {
   // wider in the head dim saves loads that q.k, vectorized over queries, does not need.
   int pv_rows = 0;
   int pv_vectors = 0;
+  // Keys per P.V chunk; 0: one pass. Every register tile of a chunk runs
+  // before the next chunk, so the chunk's V rows and probabilities stay in L1
+  // instead of streaming from L2 once per tile; the chunks' sums are added after.
+  int pv_chunk = 0;
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
   int kv_splits = 1;  // split keys this many ways (short Lq), merged after

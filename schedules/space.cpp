@@ -169,6 +169,12 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
                     s.key_block, s.register_rows);
   ATTNFORGE_REQUIRE(s.unroll >= 1 && s.unroll <= 8 && power_of_two(s.unroll), "unroll",
                     "{}; expected 1, 2, 4 or 8", s.unroll);
+  ATTNFORGE_REQUIRE(
+      s.pv_chunk == 0 || (s.pv_chunk >= 8 && s.pv_chunk <= 512 && s.pv_chunk % s.unroll == 0),
+      "pv_chunk", "{}; expected 0 (one pass) or 8..512 keys, a multiple of unroll ({})", s.pv_chunk,
+      s.unroll);
+  ATTNFORGE_REQUIRE(s.form != Form::online || s.key_block % std::max(s.pv_chunk, 1) == 0,
+                    "pv_chunk", "{} does not divide key_block ({})", s.pv_chunk, s.key_block);
   return std::nullopt;
 }
 
@@ -250,7 +256,8 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
             {"register_vectors", {1, 2, 3}},
             {"kv_splits", {1, 2, 4}},
             {"pv_rows", {0, 2, 4, 8}},
-            {"pv_vectors", {0, 1, 2, 4}}};
+            {"pv_vectors", {0, 1, 2, 4}},
+            {"pv_chunk", {0, 16, 32, 64, 128}}};
   using P = ParallelLoop;
   parallel_choices_ = {{P::batch, P::heads, P::query_tiles},
                        {P::batch, P::heads},

@@ -62,6 +62,20 @@ std::vector<FormCase> form_cases() {
   return cases;
 }
 
+// Runs `schedule` on each shape and compares the output with the reference.
+void expect_reference(const AttentionSpec& spec, const schedules::Schedule& schedule,
+                      const std::vector<CaseShape>& shapes, uint32_t seed) {
+  const std::string json = schedule.to_json().dump();
+  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", json}});
+  for (CaseShape shape : shapes) {
+    AttentionCase c(spec, shape, {.seed = seed});
+    kernel.run(c.arguments());
+    Comparison result = c.compare();
+    EXPECT_TRUE(result.ok) << spec.to_string() << " " << json << " Lq" << shape.q_len << " Lk"
+                           << shape.kv_len << ": " << result.first_failure;
+  }
+}
+
 // Short query lengths split over keys: each split's state merged after.
 TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
   if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
@@ -73,16 +87,26 @@ TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
       schedules::Schedule schedule = schedules::load_preset(preset_for("online"));
       schedule.kv_splits = splits;
       schedule.parallel.push_back(schedules::ParallelLoop::kv_splits);
-      JitAttention kernel(spec, Halide::get_host_target(),
-                          {{"schedule", schedule.to_json().dump()}});
       // Lq = 1 (decoding), a few rows, and more splits than key blocks.
-      for (CaseShape shape : {CaseShape{3, 1, 1000}, CaseShape{2, 5, 333}, CaseShape{1, 2, 7}}) {
-        AttentionCase c(spec, shape, {.seed = 11});
-        kernel.run(c.arguments());
-        Comparison result = c.compare();
-        EXPECT_TRUE(result.ok) << text << " splits " << splits << " Lq" << shape.q_len << " Lk"
-                               << shape.kv_len << ": " << result.first_failure;
-      }
+      expect_reference(spec, schedule, {{3, 1, 1000}, {2, 5, 333}, {1, 2, 7}}, 11);
+    }
+  }
+}
+
+// P.V a chunk of keys at a time: chunks that divide the online form's key
+// block, and the fused form's chunks over all keys with a partial last chunk
+// and masked ones skipped.
+TEST(FormsJitPvChunks, ChunkSumsAddUpToTheReference) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  const char* specs[] = {"full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d64.f32",
+                         "window9_3.alibi.mqa2.d32.f16"};
+  for (const char* form : {"online", "fused"}) {
+    for (const char* text : specs) {
+      AttentionSpec spec = AttentionSpec::parse(text);
+      schedules::Schedule schedule = schedules::load_preset(preset_for(form));
+      schedule.pv_chunk = 16;
+      schedule.unroll = 2;
+      expect_reference(spec, schedule, {{2, 7, 33}, {1, 1, 1}, {3, 65, 130}}, 13);
     }
   }
 }

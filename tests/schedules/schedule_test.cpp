@@ -128,6 +128,16 @@ TEST(Validate, RejectsWhatDoesNotFitBeforeCompiling) {
        [](Schedule& s) { s.parallel.push_back(ParallelLoop::kv_splits); }, "full.mha8.d64.f32",
        "parallel"},
       {"unroll", [](Schedule& s) { s.unroll = 3; }, "full.mha8.d64.f32", "unroll"},
+      {"P.V chunk too small", [](Schedule& s) { s.pv_chunk = 4; }, "full.mha8.d64.f32", "pv_chunk"},
+      {"P.V chunk not dividing the key block", [](Schedule& s) { s.pv_chunk = 48; },
+       "full.mha8.d64.f32", "pv_chunk"},
+      {"P.V chunk not a multiple of unroll",
+       [](Schedule& s) {
+         s.form = Form::fused;
+         s.unroll = 4;
+         s.pv_chunk = 18;
+       },
+       "full.mha8.d64.f32", "pv_chunk"},
   };
   for (const Misfit& m : misfits) {
     Schedule s = load_preset("online_avx2");
@@ -161,6 +171,13 @@ TEST(Schedule, CanonicalDropsKnobsTheFormIgnores) {
   EXPECT_EQ(canonical(other_block), canonical(fused));
   Schedule online = load_preset("online_avx2");
   EXPECT_EQ(canonical(online), online);
+
+  // A P.V chunk as long as the key block is one pass; materialized has no chunks.
+  Schedule one_chunk = online;
+  one_chunk.pv_chunk = online.key_block;
+  EXPECT_EQ(canonical(one_chunk), online);
+  materialized.pv_chunk = 32;
+  EXPECT_EQ(canonical(materialized), expected);
 }
 
 TEST(Validate, CpuAndCudaSchedulesStayOnTheirTargets) {
