@@ -34,25 +34,22 @@ inline void register_tile(Halide::Func consumer, Halide::Func product, const Hal
 // `reduction` at a time, at `level`: within a chunk, a register tile of
 // (lanes * vectors) x rows per loop iteration, every tile of the product's
 // region before the next chunk, so the chunk's inputs stay in L1 while all
-// tiles read them. Each tile's chunk sum is added to the product in memory.
-// The region must be a whole number of tiles.
+// tiles read them. A tile's accumulators are loaded before its chunk and
+// stored after. The region must be a whole number of tiles.
 inline void chunked_register_tile(Halide::Func product, const Halide::Var& x, const Halide::Var& y,
                                   const Halide::RVar& reduction, int chunk, int lanes, int vectors,
                                   int rows, const Halide::LoopLevel& level, int unroll) {
   Halide::RVar chunks("chunks"), in_chunk("in_chunk");
-  Halide::Var which("chunk"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
-  product.update().split(reduction, chunks, in_chunk, chunk);
-  Halide::Func tile_sum = product.update().rfactor(chunks, which);
+  Halide::Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   product.compute_at(level).vectorize(x, lanes);
   product.update()
-      .tile(x, y, xo, yo, xi, yi, lanes * vectors, rows, Halide::TailStrategy::RoundUp)
-      .reorder(xi, yi, xo, yo, chunks)
+      .split(reduction, chunks, in_chunk, chunk)
+      .tile(x, y, xo, yo, xi, yi, lanes * vectors, rows, Halide::TailStrategy::GuardWithIf)
+      .reorder(xi, yi, in_chunk, xo, yo, chunks)
       .vectorize(xi, lanes)
       .unroll(xi)
       .unroll(yi);
-  tile_sum.compute_at(product, xo).vectorize(x, lanes).unroll(x).unroll(y);
-  tile_sum.update().reorder(x, y, in_chunk).vectorize(x, lanes).unroll(x).unroll(y);
-  if (unroll > 1) tile_sum.update().unroll(in_chunk, unroll);
+  if (unroll > 1) product.update().unroll(in_chunk, unroll);
 }
 
 }  // namespace attnforge::schedules
