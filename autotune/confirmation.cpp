@@ -13,12 +13,13 @@ std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& reco
   }
   std::sort(order.begin(), order.end());
   std::vector<std::string> finalists;
-  bool want_preset = confirmed.empty();
+  double fastest_preset = 0.0;  // none yet
   for (const auto& [ms, key] : order) {
     const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
-    if (finalists.size() < count || (preset && want_preset)) finalists.push_back(key);
-    want_preset = want_preset && !preset;
-    if (finalists.size() >= count && !want_preset) break;
+    const bool contending_preset = preset && confirmed.empty() &&
+                                   (fastest_preset == 0.0 || ms <= kPresetMargin * fastest_preset);
+    if (preset && fastest_preset == 0.0) fastest_preset = ms;
+    if (finalists.size() < count || contending_preset) finalists.push_back(key);
   }
   return finalists;
 }

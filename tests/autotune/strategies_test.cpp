@@ -21,12 +21,13 @@ const Halide::Target kAvx2("x86-64-linux-avx-avx2-f16c-fma-sse41");
 const char* const kSpec = "causal.mha8.d64.f32";
 
 // A recorded database of the whole space, written once per test process.
-// The P.V tile knobs are narrowed to keep it to seconds.
+// The P.V tile and chunk knobs are narrowed to keep it to seconds.
 class Recorded {
  public:
   Recorded() : space_(AttentionSpec::parse(kSpec), kAvx2) {
     space_.restrict_knob("pv_rows", {0, 4});
     space_.restrict_knob("pv_vectors", {0, 4});
+    space_.restrict_knob("pv_chunk", {0, 32});
     char name[] = "/tmp/attnforge_sim_XXXXXX";
     ::close(mkstemp(name));
     std::filesystem::remove(name);
@@ -154,7 +155,7 @@ TEST(Strategies, GuidedSearchesBeatRandomOnAverage) {
 // far: evolution mutates the best itself a third of the time, so it is
 // close within the first minutes' worth of trials.
 TEST(Strategies, EvolutionRefinesTheBestEarly) {
-  constexpr int kBudget = 64, kSeeds = 10;
+  constexpr int kBudget = 80, kSeeds = 10;
   double evolutionary = 0.0;
   for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
     evolutionary += best_of(simulate("evolutionary", seed, kBudget));

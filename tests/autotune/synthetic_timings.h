@@ -21,6 +21,7 @@ inline double synthetic_ms(const schedules::Schedule& s) {
   ms *= 1.0 + 0.04 * off(s.unroll, 2) + 0.2 * off(s.kv_splits, 1);
   ms *= 1.0 + 0.03 * off(schedules::effective_pv_vectors(s), 4) +
         0.03 * off(schedules::effective_pv_rows(s), 4);
+  if (s.pv_chunk > 0) ms *= 0.9 + 0.03 * off(s.pv_chunk, 32);
   if (s.parallel.size() < 3) ms *= 1.3;
   if (!s.skip_masked_blocks) ms *= 1.8;
   if (s.intermediates == schedules::StoreLevel::root) ms *= 1.05;
