@@ -45,7 +45,8 @@ struct Schedule {
   int pv_vectors = 0;
   // Keys per P.V chunk; 0: one pass. Every register tile of a chunk runs
   // before the next chunk, so the chunk's V rows and probabilities stay in L1
-  // instead of streaming from L2 once per tile; the chunks' sums are added after.
+  // instead of streaming from L2 once per tile; a tile's accumulators are
+  // loaded before each chunk and stored after it.
   int pv_chunk = 0;
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
