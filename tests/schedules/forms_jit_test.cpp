@@ -109,6 +109,17 @@ TEST(FormsJitPvChunks, ChunkSumsAddUpToTheReference) {
       expect_reference(spec, schedule, {{2, 7, 33}, {1, 1, 1}, {3, 65, 130}}, 13);
     }
   }
+  // Chunks in each of the online form's key splits, tiles at root, and a
+  // P.V tile of its own.
+  schedules::Schedule split = schedules::load_preset(preset_for("online"));
+  split.pv_chunk = 32;
+  split.kv_splits = 2;
+  split.parallel.push_back(schedules::ParallelLoop::kv_splits);
+  split.intermediates = schedules::StoreLevel::root;
+  split.pv_rows = 2;
+  split.pv_vectors = 1;
+  expect_reference(AttentionSpec::parse("causal.kpad.mha2.d64.f32"), split,
+                   {{2, 5, 333}, {3, 1, 1000}, {1, 130, 65}}, 17);
 }
 
 // A JIT run takes its tiles from kernel_memory, as the AOT runtime does, so
