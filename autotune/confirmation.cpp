@@ -15,6 +15,10 @@ std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& reco
   std::vector<std::string> finalists;
   double fastest_preset = 0.0;  // none yet
   for (const auto& [ms, key] : order) {
+    // Sorted by time: past the finalists and the presets' margin nothing more joins.
+    const bool presets_done =
+        !confirmed.empty() || (fastest_preset > 0.0 && ms > kPresetMargin * fastest_preset);
+    if (finalists.size() >= count && presets_done) break;
     const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
     const bool contending_preset = preset && confirmed.empty() &&
                                    (fastest_preset == 0.0 || ms <= kPresetMargin * fastest_preset);
