@@ -4,6 +4,8 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "schedules/knob_table.h"
+
 namespace attnforge::autotune {
 
 namespace {
@@ -88,7 +90,9 @@ Record Record::from_json(const nlohmann::json& json) {
   r.bucket = field<std::string>(json, "bucket");
   auto schedule = json.find("schedule");
   if (schedule == json.end()) throw std::invalid_argument("record: schedule: missing");
-  r.schedule = *schedule;
+  // Keys renamed since the record was written read as today's, so its key
+  // matches a new measurement of the same schedule.
+  r.schedule = schedules::with_current_knob_names(*schedule);
   r.status = status_of(field<std::string>(json, "status"));
   r.ms_median = field<double>(json, "ms_median");
   r.ms_min = field<double>(json, "ms_min");

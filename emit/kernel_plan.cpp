@@ -81,9 +81,8 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
   for (size_t t = 0; t < targets.size(); ++t) {
     const EmitTarget& target = targets[t];
     for (const auto& [text, spec] : specs) {
-      if (target.cuda && spec.dtype == DType::bf16) {
-        // Halide 21's CUDA backend fails on bf16 storage (an LLVM cast assertion).
-        result.skipped.push_back(text + " on " + target.tag + ": bf16 is not supported on CUDA");
+      if (auto misfit = schedules::check_spec_on_target(spec, target.target)) {
+        result.skipped.push_back(text + " on " + target.tag + ": " + misfit->what());
         continue;
       }
       const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";

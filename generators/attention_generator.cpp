@@ -171,8 +171,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
   }
 
-  // Sizes the autoschedulers plan for (outputs must be defined first).: one batch of 2048-long
-  // sequences.
+  // The sizes the autoschedulers plan for, by default one batch of
+  // 2048-long sequences. The outputs must be defined first.
   void set_estimates(int d) {
     const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
     q_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});

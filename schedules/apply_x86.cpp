@@ -59,7 +59,7 @@ void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y,
 LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim) {
   Var it("it_out"), ii("ii_out");
   LoopLevel tile = tile_output(s, p.output, p.vars, it, ii, head_dim);
-  if (s.intermediates == StoreLevel::root) {
+  if (s.q_copy_at == StoreLevel::root) {
     q_tile.compute_root().vectorize(p.tile_vars.ii, s.vector_width);
   } else {
     q_tile.compute_at(tile).vectorize(p.tile_vars.ii, s.vector_width);

@@ -10,8 +10,6 @@ namespace attnforge::schedules {
 
 namespace {
 
-constexpr int kMaxProjectionBlock = 1024;
-
 int accumulator_budget(const Halide::Target& target) {
   return native_vector_width(target) == 16 ? 28 : 14;
 }
@@ -19,8 +17,8 @@ int accumulator_budget(const Halide::Target& target) {
 }  // namespace
 
 Schedule attention_part(Schedule s) {
-  for (const IntKnob& knob : int_knobs()) {
-    if (knob.projection) s.*knob.member = 0;
+  for (const KnobRow& row : knob_table()) {
+    if (row.scope() == KnobScope::layer) row.set(s, row.unset());
   }
   return s;
 }
@@ -36,13 +34,7 @@ Schedule with_projection_defaults(Schedule s, const Halide::Target& target) {
 std::optional<ScheduleError> check_layer(const Schedule& s, const LayerSpec& spec,
                                          const Halide::Target& target) {
   if (auto misfit = check(attention_part(s), spec.attention, target)) return misfit;
-  if (s.projection_vectors < 1 || s.projection_vectors > 4) {
-    return ScheduleError("projection_vectors",
-                         fmt::format("{}; expected 1..4", s.projection_vectors));
-  }
-  if (s.projection_rows < 1 || s.projection_rows > 16) {
-    return ScheduleError("projection_rows", fmt::format("{}; expected 1..16", s.projection_rows));
-  }
+  if (auto misfit = check_legal_values(s, kind_of(target), {KnobScope::layer})) return misfit;
   const int accumulators = s.projection_vectors * s.projection_rows;
   if (accumulators > accumulator_budget(target)) {
     return ScheduleError("projection_rows",
@@ -51,22 +43,17 @@ std::optional<ScheduleError> check_layer(const Schedule& s, const LayerSpec& spe
                                      s.projection_vectors, s.projection_rows, accumulators,
                                      accumulator_budget(target)));
   }
-  if (s.projection_block < s.projection_rows || s.projection_block > kMaxProjectionBlock ||
-      s.projection_block % s.projection_rows != 0) {
+  if (s.projection_block < s.projection_rows || s.projection_block % s.projection_rows != 0) {
     return ScheduleError("projection_block",
-                         fmt::format("{} must be a multiple of projection_rows ({}) up to {}",
-                                     s.projection_block, s.projection_rows, kMaxProjectionBlock));
+                         fmt::format("{} must be a multiple of projection_rows ({})",
+                                     s.projection_block, s.projection_rows));
   }
-  if (s.projection_fuse_q != 0 && s.projection_fuse_q != 1) {
-    return ScheduleError("projection_fuse_q",
-                         fmt::format("{}; expected 0 or 1", s.projection_fuse_q));
-  }
-  if (s.projection_fuse_q == 1 && s.intermediates == StoreLevel::root) {
+  if (s.projection_fuse_q == 1 && s.q_copy_at == StoreLevel::root) {
     return ScheduleError("projection_fuse_q",
                          "Q cannot be projected per query tile when the query tiles' copy is at "
-                         "root (intermediates: root)");
+                         "root (q_copy_at: root)");
   }
-  if (s.projection_fuse_q == 1 && s.form == Form::materialized) {
+  if (s.projection_fuse_q != 0 && s.form == Form::materialized) {
     return ScheduleError("projection_fuse_q",
                          "the materialized form has no query tiles to fuse into");
   }

@@ -1,7 +1,9 @@
 // A schedule as data: which algorithm form runs and how its loops are tiled,
-// vectorized and parallelized. It has a JSON form that round-trips; space.h
-// says which values are legal for a spec and target, apply_x86.h turns one into
-// Halide directives.
+// vectorized and parallelized. Its knobs are described once, in knob_table.h:
+// the JSON form that round-trips, canonical() and the search space derive
+// from that table. space.h says which values fit a spec and target;
+// apply_x86.h, apply_cuda.h and apply_layer_x86.h turn a schedule into Halide
+// directives.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +22,8 @@ enum class Form { materialized, fused, online };
 // Loops that may run in parallel (outermost first when several are fused).
 enum class ParallelLoop { batch, heads, query_tiles, kv_splits };
 
-// Where a form's per-tile intermediates live.
+// Where the scaled copy of Q that the q.k product reads is computed: per query
+// tile, or once for all tiles.
 enum class StoreLevel { tile, root };
 
 // Thrown for a schedule that cannot be applied; field() names the knob.
@@ -50,9 +53,9 @@ struct Schedule {
   int pv_chunk = 0;
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
-  int kv_splits = 1;  // split keys this many ways (short Lq), merged after
-  StoreLevel intermediates = StoreLevel::tile;
-  bool skip_masked_blocks = true;  // skip key blocks a whole query tile cannot see
+  int kv_splits = 1;                        // split keys this many ways (short Lq), merged after
+  StoreLevel q_copy_at = StoreLevel::tile;  // JSON reads the former name "intermediates" too
+  bool skip_masked_blocks = true;           // skip key blocks a whole query tile cannot see
 
   // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
   // vectors x rows, row blocks kept in cache while every weight column passes,
@@ -76,17 +79,6 @@ struct Schedule {
   bool operator==(const Schedule& other) const;
   bool operator!=(const Schedule& other) const { return !(*this == other); }
 };
-
-// The integer knobs by name: one table for JSON and for the space.
-struct IntKnob {
-  const char* name;
-  int Schedule::*member;
-  bool omitted_when_zero =
-      false;                // written to JSON only when set, so older records keep their keys
-  bool projection = false;  // a layer's projection knob, not the attention's
-  bool gpu = false;         // read only by CUDA schedules
-};
-const std::vector<IntKnob>& int_knobs();
 
 // The same schedule with the knobs its form does not read set to their
 // defaults, so one kernel has one JSON form (and one database key).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "schedules/knob_table.h"
+
 namespace attnforge::autotune {
 
 using schedules::Schedule;
@@ -21,11 +23,8 @@ const T& pick(const std::vector<T>& values, std::mt19937& rng) {
 Schedule EvolutionaryStrategy::crossover(const Schedule& a, const Schedule& b) {
   auto coin = [&] { return std::uniform_int_distribution<int>(0, 1)(rng_) == 1; };
   Schedule child = a;
-  if (coin()) child.form = b.form;
-  if (coin()) child.parallel = b.parallel;
-  if (coin()) child.intermediates = b.intermediates;
-  for (const schedules::IntKnob& knob : schedules::int_knobs()) {
-    if (coin()) child.*knob.member = b.*knob.member;
+  for (const schedules::KnobRow& row : schedules::knob_table()) {
+    if (row.searched() && coin()) row.set(child, row.get(b));
   }
   return child;
 }

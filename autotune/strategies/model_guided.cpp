@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "schedules/knob_table.h"
+
 namespace attnforge::autotune {
 
 using schedules::Schedule;
@@ -14,19 +16,29 @@ constexpr size_t kNeighbours = 3;
 constexpr int kCandidatesPerProposal = 32;
 constexpr int kRandomEvery = 4;
 
-// Knobs as numbers on comparable scales: log2 of the integers, one-hot form.
+// Knobs as numbers on comparable scales, as the knob table says: log2 of
+// the integers, enums one-hot (2 for the value, so a change of form weighs
+// as much as four doublings), flags 0/1, lists by their length.
 std::vector<double> features(const Schedule& s) {
+  using schedules::KnobFeature;
   std::vector<double> f;
-  for (schedules::Form form :
-       {schedules::Form::materialized, schedules::Form::fused, schedules::Form::online}) {
-    f.push_back(s.form == form ? 2.0 : 0.0);
+  for (const schedules::KnobRow& row : schedules::knob_table()) {
+    const int value = row.get(s);
+    switch (row.feature()) {
+      case KnobFeature::log2:
+        f.push_back(std::log2(std::max(1, value)));
+        break;
+      case KnobFeature::one_hot:
+        for (size_t n = 0; n < row.names().size(); ++n) f.push_back(value == int(n) ? 2.0 : 0.0);
+        break;
+      case KnobFeature::flag:
+        f.push_back(value != 0 ? 1.0 : 0.0);
+        break;
+      case KnobFeature::count:
+        f.push_back(static_cast<double>(schedules::KnobRow::list_of_code(value).size()));
+        break;
+    }
   }
-  for (const schedules::IntKnob& knob : schedules::int_knobs()) {
-    f.push_back(std::log2(std::max(1, s.*knob.member)));
-  }
-  f.push_back(static_cast<double>(s.parallel.size()));
-  f.push_back(s.intermediates == schedules::StoreLevel::root ? 1.0 : 0.0);
-  f.push_back(s.skip_masked_blocks ? 1.0 : 0.0);
   return f;
 }
 

@@ -20,19 +20,8 @@ const T& pick(const std::vector<T>& values, std::mt19937& rng) {
 }  // namespace
 
 schedules::Schedule Strategy::mutate(schedules::Schedule s) {
-  const auto& knobs = space_.knobs();
-  // Knob index: form, parallel loops, intermediates, then the integers.
-  const size_t choice = std::uniform_int_distribution<size_t>(0, knobs.size() + 2)(rng_);
-  if (choice == 0) {
-    s.form = pick(space_.forms(), rng_);
-  } else if (choice == 1) {
-    s.parallel = pick(space_.parallel_choices(), rng_);
-  } else if (choice == 2) {
-    s.intermediates = pick(space_.store_levels(), rng_);
-  } else {
-    const schedules::Knob& knob = knobs[choice - 3];
-    s = schedules::with_knob(s, knob.name, pick(knob.values, rng_));
-  }
+  const schedules::Knob& knob = pick(space_.knobs(), rng_);
+  knob.row->set(s, pick(knob.values, rng_));
   return s;
 }
 

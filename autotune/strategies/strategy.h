@@ -45,8 +45,8 @@ class Strategy {
 
   bool seen(const schedules::Schedule& schedule) const;
 
-  // `schedule` with one knob (form, parallel loops, store level or an integer
-  // knob) set to a value of the space drawn at random; possibly illegal.
+  // `schedule` with one knob of the space set to one of its values, both
+  // drawn at random; possibly illegal.
   schedules::Schedule mutate(schedules::Schedule schedule);
 
   const schedules::ScheduleSpace& space_;

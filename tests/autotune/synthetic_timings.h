@@ -24,7 +24,7 @@ inline double synthetic_ms(const schedules::Schedule& s) {
   if (s.pv_chunk > 0) ms *= 0.9 + 0.03 * off(s.pv_chunk, 32);
   if (s.parallel.size() < 3) ms *= 1.3;
   if (!s.skip_masked_blocks) ms *= 1.8;
-  if (s.intermediates == schedules::StoreLevel::root) ms *= 1.05;
+  if (s.q_copy_at == schedules::StoreLevel::root) ms *= 1.05;
   return ms;
 }
 

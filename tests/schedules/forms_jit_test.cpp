@@ -115,7 +115,7 @@ TEST(FormsJitPvChunks, ChunkSumsAddUpToTheReference) {
   split.pv_chunk = 32;
   split.kv_splits = 2;
   split.parallel.push_back(schedules::ParallelLoop::kv_splits);
-  split.intermediates = schedules::StoreLevel::root;
+  split.q_copy_at = schedules::StoreLevel::root;
   split.pv_rows = 2;
   split.pv_vectors = 1;
   expect_reference(AttentionSpec::parse("causal.kpad.mha2.d64.f32"), split,

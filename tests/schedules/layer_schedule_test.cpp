@@ -53,7 +53,7 @@ TEST(LayerSchedule, MisfitsNameTheKnob) {
   EXPECT_EQ(misfit(s, spec, kAvx2), "projection_vectors");
   s = base;
   s.projection_fuse_q = 1;
-  s.intermediates = StoreLevel::root;
+  s.q_copy_at = StoreLevel::root;
   EXPECT_EQ(misfit(s, spec, kAvx2), "projection_fuse_q");
   s = with_projection_defaults(load_preset("materialized_avx2"), kAvx2);
   s.projection_fuse_q = 1;
@@ -86,7 +86,7 @@ TEST(LayerSpace, SamplesLegalLayerSchedulesDeterministically) {
     EXPECT_EQ(s.projection_block % s.projection_rows, 0);
     if (s.projection_fuse_q == 1) {
       fused_q = true;
-      EXPECT_EQ(s.intermediates, StoreLevel::tile);
+      EXPECT_EQ(s.q_copy_at, StoreLevel::tile);
     }
   }
   EXPECT_TRUE(fused_q);

@@ -24,7 +24,7 @@ TEST(Schedule, JsonRoundTrips) {
   s.register_rows = 3;
   s.register_vectors = 1;
   s.parallel = {ParallelLoop::heads, ParallelLoop::batch};
-  s.intermediates = StoreLevel::root;
+  s.q_copy_at = StoreLevel::root;
   s.skip_masked_blocks = false;
   EXPECT_EQ(Schedule::from_json(s.to_json()), s);
   EXPECT_EQ(Schedule::from_json(nlohmann::json::parse(s.to_json().dump())), s);
@@ -61,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadJson{R"({"parallel": ["heads", "heads"]})", "parallel"},
                       BadJson{R"({"parallel": ["rows"]})", "parallel"},
                       BadJson{R"({"skip_masked_blocks": 1})", "skip_masked_blocks"},
-                      BadJson{R"({"intermediates": "register"})", "intermediates"},
+                      BadJson{R"({"q_copy_at": "register"})", "q_copy_at"},
                       BadJson{R"({"tile": 4})", "tile"}));
 
 TEST(Presets, OnePerFormAndTargetClassAllValid) {
@@ -218,8 +218,9 @@ TEST(Space, EnumeratesOnlyLegalSchedulesOfEveryForm) {
     forms.insert(s.form);
   }
   EXPECT_EQ(forms.size(), 3u);
-  EXPECT_EQ(ScheduleSpace(AttentionSpec::parse("causal.mha8.d64.f32.weights"), kAvx2).forms(),
-            std::vector<Form>{Form::materialized});
+  EXPECT_EQ(
+      ScheduleSpace(AttentionSpec::parse("causal.mha8.d64.f32.weights"), kAvx2).knob("form").values,
+      std::vector<int>{static_cast<int>(Form::materialized)});
 }
 
 TEST(Space, SamplingIsDeterministicPerSeedAndUsesWideVectorsOnAvx512) {

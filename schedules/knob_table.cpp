@@ -1,0 +1,292 @@
+#include "knob_table.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace attnforge::schedules {
+
+namespace {
+
+using Scope = KnobScope;
+using Encoding = KnobEncoding;
+using Feature = KnobFeature;
+
+int code(Form form) {
+  return static_cast<int>(form);
+}
+
+int code(std::initializer_list<ParallelLoop> loops) {
+  std::vector<int> codes;
+  for (ParallelLoop loop : loops) codes.push_back(static_cast<int>(loop));
+  return KnobRow::code_of_list(codes);
+}
+
+KnobRange between(int min, int max) {
+  return {min, max};
+}
+KnobRange powers_of_two(int min, int max) {
+  return {min, max, true};
+}
+
+// Rows in the order searches draw them (form, loops, Q copy, then the
+// integers); a new row goes at the end of its group.
+std::vector<KnobRow> make_table() {
+  using F = Form;
+  using P = ParallelLoop;
+  const std::vector<Form> materialized = {F::materialized};
+  const std::vector<Form> fused = {F::fused};
+  // The register tiles and loop order of the tiled forms.
+  auto tiled = [&](std::vector<int> searched, KnobRange legal) {
+    return KnobOnTarget{std::move(searched), legal, materialized};
+  };
+  std::vector<KnobRow> rows;
+  rows.push_back(KnobRow::of<&Schedule::form>("form", Scope::attention)
+                     .encoded_as(Encoding::name, {"materialized", "fused", "online"})
+                     .on_cpu({{code(F::online), code(F::fused), code(F::materialized)}})
+                     .on_gpu({{code(F::online), code(F::materialized)}})
+                     .seen_by_model_as(Feature::one_hot));
+  rows.push_back(
+      KnobRow::of<&Schedule::parallel>("parallel", Scope::cpu)
+          .encoded_as(Encoding::name_list, {"batch", "heads", "query_tiles", "kv_splits"})
+          .on_cpu({{code({P::batch, P::heads, P::query_tiles}), code({P::batch, P::heads}),
+                    code({P::batch, P::heads, P::query_tiles, P::kv_splits})}})
+          .seen_by_model_as(Feature::count));
+  rows.push_back(KnobRow::of<&Schedule::q_copy_at>("q_copy_at", Scope::cpu)
+                     .encoded_as(Encoding::name, {"tile", "root"})
+                     .on_cpu({{0, 1}, std::nullopt, materialized})
+                     .seen_by_model_as(Feature::flag)
+                     .formerly("intermediates"));
+  // Key blocks include multiples of 3 so that 3- and 6-row register tiles fit.
+  rows.push_back(KnobRow::of<&Schedule::query_tile>("query_tile", Scope::attention)
+                     .on_cpu(tiled({16, 32, 48, 64, 96, 128}, between(1, 256)))
+                     .on_gpu({{8, 16, 32, 64}, between(1, 256)}));
+  rows.push_back(
+      KnobRow::of<&Schedule::key_block>("key_block", Scope::attention)
+          .on_cpu(
+              {{16, 32, 48, 64, 96, 128, 192, 256}, between(8, 512), {F::materialized, F::fused}})
+          .on_gpu({{8, 16, 32, 64, 128, 256}, between(1, 512), fused}));
+  rows.push_back(KnobRow::of<&Schedule::vector_width>("vector_width", Scope::cpu)
+                     .on_cpu({{8, 16}, powers_of_two(4, 16)}));
+  rows.push_back(KnobRow::of<&Schedule::unroll>("unroll", Scope::cpu)
+                     .on_cpu(tiled({1, 2, 4}, powers_of_two(1, 8))));
+  rows.push_back(KnobRow::of<&Schedule::register_rows>("register_rows", Scope::cpu)
+                     .on_cpu(tiled({2, 3, 4, 6, 8}, between(1, 8))));
+  rows.push_back(KnobRow::of<&Schedule::register_vectors>("register_vectors", Scope::cpu)
+                     .on_cpu(tiled({1, 2, 3}, between(1, 4))));
+  rows.push_back(KnobRow::of<&Schedule::kv_splits>("kv_splits", Scope::attention)
+                     .on_cpu({{1, 2, 4}, powers_of_two(1, 8), materialized})
+                     .on_gpu({{1, 2, 4, 8}, powers_of_two(1, 8), materialized}));
+  rows.push_back(KnobRow::of<&Schedule::pv_rows>("pv_rows", Scope::cpu)
+                     .on_cpu(tiled({0, 2, 4, 8}, between(0, 8)))
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::pv_vectors>("pv_vectors", Scope::cpu)
+                     .on_cpu(tiled({0, 1, 2, 4}, between(0, 4)))
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::pv_chunk>("pv_chunk", Scope::cpu)
+                     .on_cpu(tiled({0, 16, 32, 64, 128}, {8, 512, false, 0}))
+                     .omitted_when_unset());
+  // Blocks are multiples of every register-tile row count.
+  rows.push_back(KnobRow::of<&Schedule::projection_vectors>("projection_vectors", Scope::layer)
+                     .on_cpu({{1, 2, 4}, between(1, 4)})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::projection_rows>("projection_rows", Scope::layer)
+                     .on_cpu({{4, 6, 8, 12}, between(1, 16)})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::projection_block>("projection_block", Scope::layer)
+                     .on_cpu({{24, 48, 96, 192}, between(1, 1024)})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::projection_fuse_q>("projection_fuse_q", Scope::layer)
+                     .on_cpu({{0, 1}, between(0, 1), materialized})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::gpu_threads_x>("gpu_threads_x", Scope::gpu)
+                     .on_gpu({{4, 8, 16, 32}, powers_of_two(1, 32)})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::gpu_threads_y>("gpu_threads_y", Scope::gpu)
+                     .on_gpu({{1, 2, 4, 8, 16, 32}, powers_of_two(1, 64)})
+                     .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::gpu_stage_kv>("gpu_stage_kv", Scope::gpu)
+                     .on_gpu({{0, 1}, between(0, 1)})
+                     .omitted_when_unset());
+  // Never searched: skipping is never slower.
+  rows.push_back(KnobRow::of<&Schedule::skip_masked_blocks>("skip_masked_blocks", Scope::attention)
+                     .encoded_as(Encoding::boolean)
+                     .on_cpu({{}, std::nullopt, materialized})
+                     .on_gpu({{}, std::nullopt, materialized})
+                     .seen_by_model_as(Feature::flag));
+  return rows;
+}
+
+[[noreturn]] void wrong_json(const KnobRow& row, const nlohmann::json& json, const char* what) {
+  throw ScheduleError(row.name(), fmt::format("{} is not {}", json.dump(), what));
+}
+
+int name_code(const KnobRow& row, const nlohmann::json& json) {
+  if (!json.is_string()) wrong_json(row, json, "a string");
+  const std::string text = json.get<std::string>();
+  for (size_t n = 0; n < row.names().size(); ++n) {
+    if (text == row.names()[n]) return static_cast<int>(n);
+  }
+  throw ScheduleError(row.name(), fmt::format("'{}' is unknown; expected one of {}", text,
+                                              fmt::join(row.names(), ", ")));
+}
+
+}  // namespace
+
+bool KnobRange::contains(int value) const {
+  if (off && value == *off) return true;
+  return value >= min && value <= max && (!power_of_two || (value & (value - 1)) == 0);
+}
+
+std::string KnobRange::describe(int value) const {
+  std::string expected = fmt::format("{}..{}", min, max);
+  if (power_of_two) {
+    std::vector<int> powers;
+    for (int p = min; p <= max; p *= 2) powers.push_back(p);
+    expected = fmt::format("{}", fmt::join(powers.begin(), powers.end() - 1, ", "));
+    expected += powers.size() > 1 ? fmt::format(" or {}", powers.back()) : "";
+  }
+  if (off) expected = fmt::format("{} (off) or {}", *off, expected);
+  return fmt::format("{}; expected {}", value, expected);
+}
+
+KnobRow& KnobRow::encoded_as(KnobEncoding encoding, std::vector<const char*> names) {
+  encoding_ = encoding;
+  names_ = std::move(names);
+  return *this;
+}
+KnobRow& KnobRow::on_cpu(KnobOnTarget cpu) {
+  cpu_ = std::move(cpu);
+  return *this;
+}
+KnobRow& KnobRow::on_gpu(KnobOnTarget gpu) {
+  gpu_ = std::move(gpu);
+  return *this;
+}
+KnobRow& KnobRow::omitted_when_unset() {
+  omitted_when_unset_ = true;
+  return *this;
+}
+KnobRow& KnobRow::seen_by_model_as(KnobFeature feature) {
+  feature_ = feature;
+  return *this;
+}
+KnobRow& KnobRow::formerly(const char* legacy_name) {
+  legacy_name_ = legacy_name;
+  return *this;
+}
+
+int KnobRow::unset() const {
+  return get(Schedule{});
+}
+
+bool KnobRow::ignored(TargetKind kind, Form form) const {
+  if (kind == TargetKind::gpu && scope_ == KnobScope::cpu) return true;
+  const std::vector<Form>& forms = on(kind).ignored_by;
+  return std::find(forms.begin(), forms.end(), form) != forms.end();
+}
+
+nlohmann::json KnobRow::to_json(int code) const {
+  switch (encoding_) {
+    case KnobEncoding::integer:
+      return code;
+    case KnobEncoding::boolean:
+      return code != 0;
+    case KnobEncoding::name:
+      return names_.at(code);
+    case KnobEncoding::name_list: {
+      nlohmann::json list = nlohmann::json::array();
+      for (int value : list_of_code(code)) list.push_back(names_.at(value));
+      return list;
+    }
+  }
+  return nullptr;
+}
+
+int KnobRow::from_json(const nlohmann::json& json) const {
+  switch (encoding_) {
+    case KnobEncoding::integer: {
+      if (!json.is_number_integer()) wrong_json(*this, json, "an integer");
+      const auto value = json.get<int64_t>();
+      if (value < 0 || value > 1 << 20) {
+        throw ScheduleError(name_, fmt::format("{} is out of range", value));
+      }
+      return static_cast<int>(value);
+    }
+    case KnobEncoding::boolean:
+      if (!json.is_boolean()) wrong_json(*this, json, "a boolean");
+      return json.get<bool>() ? 1 : 0;
+    case KnobEncoding::name:
+      return name_code(*this, json);
+    case KnobEncoding::name_list: {
+      if (!json.is_array()) wrong_json(*this, json, "an array");
+      std::vector<int> values;
+      std::set<int> seen;
+      for (const auto& entry : json) {
+        const int value = name_code(*this, entry);
+        if (!seen.insert(value).second) {
+          throw ScheduleError(name_, fmt::format("'{}' is listed twice", names_[value]));
+        }
+        values.push_back(value);
+      }
+      return code_of_list(values);
+    }
+  }
+  return 0;
+}
+
+std::string KnobRow::describe(int code) const {
+  switch (encoding_) {
+    case KnobEncoding::integer:
+      return std::to_string(code);
+    case KnobEncoding::boolean:
+      return code != 0 ? "true" : "false";
+    case KnobEncoding::name:
+      return names_.at(code);
+    case KnobEncoding::name_list: {
+      std::string text;
+      for (int value : list_of_code(code))
+        text += (text.empty() ? "" : ",") + std::string(names_.at(value));
+      return text;
+    }
+  }
+  return {};
+}
+
+// Base 5, least significant first: each digit is a value plus one, so the
+// empty list is 0 and no list has leading zeros.
+int KnobRow::code_of_list(const std::vector<int>& values) {
+  int code = 0;
+  for (auto value = values.rbegin(); value != values.rend(); ++value) code = code * 5 + *value + 1;
+  return code;
+}
+
+std::vector<int> KnobRow::list_of_code(int code) {
+  std::vector<int> values;
+  for (; code > 0; code /= 5) values.push_back(code % 5 - 1);
+  return values;
+}
+
+const std::vector<KnobRow>& knob_table() {
+  static const std::vector<KnobRow> table = make_table();
+  return table;
+}
+
+const KnobRow& knob(const std::string& name) {
+  for (const KnobRow& row : knob_table()) {
+    if (row.name() == name || row.legacy_name() == name) return row;
+  }
+  throw ScheduleError(name, "is not a schedule field");
+}
+
+nlohmann::json with_current_knob_names(nlohmann::json schedule) {
+  if (!schedule.is_object()) return schedule;
+  for (const KnobRow& row : knob_table()) {
+    if (!row.legacy_name() || !schedule.contains(*row.legacy_name())) continue;
+    if (!schedule.contains(row.name())) schedule[row.name()] = schedule[*row.legacy_name()];
+    schedule.erase(*row.legacy_name());
+  }
+  return schedule;
+}
+
+}  // namespace attnforge::schedules
