@@ -16,6 +16,7 @@
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "strategies/strategy.h"
+#include "temp_dir.h"
 
 namespace attnforge::autotune {
 
@@ -147,12 +148,6 @@ Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
   r.halide_version = halide_version();
   r.time = utc_now();
   return r;
-}
-
-std::filesystem::path make_work_dir() {
-  char name[] = "/tmp/attnforge_tune_XXXXXX";
-  if (!::mkdtemp(name)) throw std::runtime_error("cannot create a temporary folder");
-  return name;
 }
 
 // Presets that fit this spec and target, by canonical JSON: they seed every
@@ -380,19 +375,14 @@ TuneSummary tune(const TuneOptions& options, Database& database,
       shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
 
   // Real runs measure in contained children; a simulation asks options.simulate.
-  std::filesystem::path work_dir;
+  std::optional<TempDir> work_dir;  // outlives the runner; removed on every way out
   std::unique_ptr<ContainedRunner> runner;
   std::unique_ptr<Measurement> measurement;
   if (!options.simulate) {
-    work_dir = make_work_dir();
-    runner = std::make_unique<ContainedRunner>(work_dir, options.runner);
-    measurement = std::make_unique<Measurement>(options, work_dir / "expected.bin");
-    try {
-      write_reference(*runner, *measurement);
-    } catch (...) {
-      std::filesystem::remove_all(work_dir);
-      throw;
-    }
+    work_dir.emplace("attnforge_tune_");
+    runner = std::make_unique<ContainedRunner>(work_dir->path(), options.runner);
+    measurement = std::make_unique<Measurement>(options, work_dir->path() / "expected.bin");
+    write_reference(*runner, *measurement);
   }
   Measure measure = [&](const std::vector<Schedule>& batch) {
     std::vector<Outcome> outcomes;
@@ -485,7 +475,6 @@ TuneSummary tune(const TuneOptions& options, Database& database,
     read_competitor_times(options, database, progress);
     if (on_progress) on_progress(progress);
   }
-  if (!work_dir.empty()) std::filesystem::remove_all(work_dir);
   return summary;
 }
 

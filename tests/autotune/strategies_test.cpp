@@ -9,6 +9,7 @@
 
 #include "autotune/database.h"
 #include "autotune/strategies/strategy.h"
+#include "autotune/temp_dir.h"
 #include "schedules/presets.h"
 #include "tests/autotune/synthetic_timings.h"
 
@@ -28,10 +29,6 @@ class Recorded {
     space_.restrict_knob("pv_rows", {0, 4});
     space_.restrict_knob("pv_vectors", {0, 4});
     space_.restrict_knob("pv_chunk", {0, 32});
-    char name[] = "/tmp/attnforge_sim_XXXXXX";
-    ::close(mkstemp(name));
-    std::filesystem::remove(name);
-    path_ = name;
     std::vector<Record> records;
     for (const Schedule& s : space_.enumerate()) {
       Record r;
@@ -48,7 +45,6 @@ class Recorded {
     db.append(records);
     size_ = db.records().size();
   }
-  ~Recorded() { std::filesystem::remove(path_); }
 
   Trial measure(const Schedule& s) const {
     auto found = by_key_.find(s.to_json().dump());
@@ -63,7 +59,8 @@ class Recorded {
 
  private:
   schedules::ScheduleSpace space_;
-  std::filesystem::path path_;
+  TempDir dir_;
+  std::filesystem::path path_ = dir_.path() / "recorded.jsonl";
   std::map<std::string, double> by_key_;
   double best_ = 1e30;
   size_t size_ = 0;
