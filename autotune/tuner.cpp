@@ -7,13 +7,11 @@
 #include <thread>
 
 #include "builder.h"
-#include "checker.h"
 #include "confirmation.h"
-#include "cuda_screen.h"
 #include "generators/shape_bucket.h"
-#include "layer_tuning_inputs.h"
-#include "schedules/layer_schedule.h"
-#include "schedules/presets.h"
+#include "measurement.h"
+#include "run_records.h"
+#include "run_seeds.h"
 #include "schedules/space.h"
 #include "strategies/strategy.h"
 #include "temp_dir.h"
@@ -24,148 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using schedules::Schedule;
-
-std::string halide_version() {
-  return std::to_string(HALIDE_VERSION_MAJOR) + "." + std::to_string(HALIDE_VERSION_MINOR) + "." +
-         std::to_string(HALIDE_VERSION_PATCH);
-}
-
-// A compiled kernel and its inputs, ready to run in a measuring child.
-struct ReadyKernel {
-  Status status = Status::ok;  // of the build; run and the rest are set only when ok
-  std::string detail;
-  std::function<void()> run;
-  std::function<std::vector<float>()> output;
-  std::function<void()> clear_output;
-};
-
-template <typename Kernel, typename Inputs>
-ReadyKernel ready(std::unique_ptr<Kernel> built, std::shared_ptr<Inputs> inputs) {
-  std::shared_ptr<Kernel> kernel = std::move(built);
-  return {Status::ok, "", [kernel, inputs] { kernel->run(inputs->arguments()); },
-          [inputs] { return inputs->output(); }, [inputs] { inputs->clear_output(); }};
-}
-
-ReadyKernel ready_attention(JitBuild build, const TuneOptions& o) {
-  if (build.status != Status::ok) return {build.status, build.detail};
-  return ready(std::move(build.kernel), std::make_shared<TuningInputs>(o.spec, o.shape, o.seed));
-}
-
-// The run's attention or layer under `schedule` ("naive", a preset name or JSON).
-ReadyKernel ready_kernel(const TuneOptions& o, const std::string& schedule) {
-  if (!o.layer) return ready_attention(build_jit({o.spec, o.target, schedule}), o);
-  JitLayerBuild build = build_jit_layer(*o.layer, o.target, schedule);
-  if (build.status != Status::ok) return {build.status, build.detail};
-  return ready(std::move(build.kernel),
-               std::make_shared<LayerTuningInputs>(*o.layer, o.shape, o.seed));
-}
-
-// What every measuring child does: compile, run once and check, then time.
-class Measurement {
- public:
-  Measurement(const TuneOptions& options, std::filesystem::path expected_path)
-      : options_(options), expected_path_(std::move(expected_path)) {}
-
-  // The naive baseline: writes the reference output, and times it when asked.
-  Job baseline(bool timed) const {
-    return [this, timed](MeasurementGate& gate) {
-      ReadyKernel kernel = ready_kernel(options_, "naive");
-      if (kernel.status != Status::ok) return Outcome{kernel.status, 0, 0, 0, kernel.detail};
-      gate.enter();
-      JitAttention::set_num_threads(options_.threads);
-      kernel.run();
-      std::vector<float> out = kernel.output();
-      std::ofstream(expected_path_, std::ios::binary)
-          .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
-      if (!timed) return Outcome{};
-      return time_runs(kernel.run, options_.min_measure_seconds, 30);
-    };
-  }
-
-  // Halide's own autoscheduler on the same algorithm, as a competitor.
-  Job autoscheduled(const HalideAutoscheduler& autoscheduler) const {
-    return [this, autoscheduler](MeasurementGate& gate) {
-      return check_and_time(
-          ready_attention(build_jit(autoscheduled_candidate(
-                              options_.spec, options_.target, autoscheduler, options_.shape.batch,
-                              options_.shape.q_len, options_.shape.kv_len)),
-                          options_),
-          gate);
-    };
-  }
-
-  Job candidate(const Schedule& schedule) const {
-    std::string json = schedule.to_json().dump();
-    return [this, json](MeasurementGate& gate) {
-      if (options_.target.has_feature(Halide::Target::CUDA) && !options_.layer) {
-        if (auto why = cuda_screen(options_.spec, json, options_.target)) {
-          return Outcome{Status::invalid, 0, 0, 0, *why};
-        }
-      }
-      return check_and_time(ready_kernel(options_, json), gate);
-    };
-  }
-
- private:
-  // Runs once on NaN-filled output and compares with the reference; then times.
-  Outcome check_and_time(const ReadyKernel& kernel, MeasurementGate& gate) const {
-    if (kernel.status != Status::ok) return Outcome{kernel.status, 0, 0, 0, kernel.detail};
-    gate.enter();
-    JitAttention::set_num_threads(options_.threads);
-    kernel.clear_output();
-    kernel.run();
-    CheckResult check = check_output(kernel.output(), expected(), options_.spec.dtype);
-    if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
-    return time_runs(kernel.run, options_.min_measure_seconds, 30);
-  }
-
-  std::vector<float> expected() const {
-    std::ifstream in(expected_path_, std::ios::binary | std::ios::ate);
-    std::vector<float> values(static_cast<size_t>(in.tellg()) / sizeof(float));
-    in.seekg(0);
-    in.read(reinterpret_cast<char*>(values.data()), values.size() * sizeof(float));
-    return values;
-  }
-
-  const TuneOptions& options_;
-  std::filesystem::path expected_path_;
-};
-
-Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
-                   const Outcome& outcome) {
-  Record r;
-  r.spec = spec_key(options);
-  r.target = options.target.to_string();
-  r.bucket = shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
-  r.schedule = schedule;
-  r.status = outcome.status;
-  r.ms_median = outcome.ms_median;
-  r.ms_min = outcome.ms_min;
-  r.ms_max = outcome.ms_max;
-  r.detail = outcome.detail.substr(0, 2000);
-  r.strategy = options.strategy;
-  r.attnforge_version = ATTNFORGE_VERSION;
-  r.halide_version = halide_version();
-  r.time = utc_now();
-  return r;
-}
-
-// Presets that fit this spec and target, by canonical JSON: they seed every
-// strategy, and their records say which preset they are. A layer's take the
-// target's projection defaults.
-std::map<std::string, std::string> fitting_presets(const TuneOptions& options) {
-  std::map<std::string, std::string> presets;
-  for (const std::string& name : schedules::presets_for(options.target)) {
-    Schedule preset = schedules::load_preset(name);
-    if (options.layer) preset = schedules::with_projection_defaults(preset, options.target);
-    preset = schedules::canonical(preset);
-    const bool fits = options.layer
-                          ? !schedules::check_layer(preset, *options.layer, options.target)
-                          : !schedules::check(preset, options.spec, options.target);
-    if (fits) presets.emplace(preset.to_json().dump(), name);
-  }
-  return presets;
-}
 
 }  // namespace
 
@@ -229,86 +85,6 @@ void measure_competitors(const TuneOptions& options, Database& database, Contain
   for (size_t n = 0; n < jobs.size(); ++n) {
     database.append(make_record(options, names[n], outcomes[n]));
   }
-}
-
-// This run's (spec, target, bucket) and generation: which records are its
-// own. Those of another generation are measured again.
-struct RunKey {
-  explicit RunKey(const TuneOptions& options) {
-    const Record own = make_record(options, nullptr, {});
-    group = own.group();
-    generation = own.generation();
-  }
-  bool holds(const Record& r) const { return r.group() == group && r.generation() == generation; }
-  std::string group, generation;
-};
-
-// The recorded times of the naive baseline and the best autoscheduler, into `progress`.
-void read_competitor_times(const TuneOptions& options, const Database& database,
-                           Progress& progress) {
-  const RunKey run(options);
-  for (const Record& r : database.records()) {
-    if (!r.schedule.is_string() || r.status != Status::ok || !run.holds(r)) continue;
-    if (r.schedule == "naive") {
-      progress.naive_ms = r.ms_median;
-    } else if (progress.autoscheduler_ms == 0.0 || r.ms_median < progress.autoscheduler_ms) {
-      progress.autoscheduler_ms = r.ms_median;
-    }
-  }
-}
-
-// Outcomes of schedules already in the database for this run's (spec,
-// target, bucket), by record key: each key's standing record.
-std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options,
-                                               const Database& database) {
-  const RunKey run(options);
-  std::map<std::string, Trial> recorded;
-  for (const Record& r : database.records()) {
-    if (r.schedule.is_string() || !run.holds(r) || database.standing(r.key()) != &r) continue;
-    try {
-      recorded.emplace(r.key(), Trial{Schedule::from_json(r.schedule), r.status, r.ms_median});
-    } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
-    }
-  }
-  return recorded;
-}
-
-// The winners this database holds for this target under other shape buckets
-// of the spec, then under other specs, that fit this run's space: a start
-// learned from related runs, proposed before the presets. A layer takes an
-// attention winner with the target's projection defaults, an attention a
-// layer winner's attention part.
-std::vector<Schedule> related_winners(const TuneOptions& options, const Database& database,
-                                      const schedules::ScheduleSpace& space) {
-  constexpr size_t kMaxWinners = 4;
-  const std::string spec = spec_key(options), target = options.target.to_string();
-  const std::string bucket =
-      shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
-  std::map<std::pair<std::string, std::string>, const Record*> fastest;
-  const std::vector<Record> contenders = database.contenders();
-  for (const Record& r : contenders) {
-    if (r.target != target || r.status != Status::ok || !r.schedule.is_object()) continue;
-    if (r.spec == spec && r.bucket == bucket) continue;  // this run's own
-    const Record*& best = fastest[{r.spec, r.bucket}];
-    if (!best || r.ms_median < best->ms_median) best = &r;
-  }
-  std::vector<Schedule> same_spec, other_specs;
-  for (const auto& [group, record] : fastest) {
-    Schedule s;
-    try {
-      s = Schedule::from_json(record->schedule);
-    } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
-      continue;
-    }
-    s = options.layer ? schedules::with_projection_defaults(s, options.target)
-                      : schedules::attention_part(s);
-    s = schedules::canonical(s);
-    if (!space.contains(s)) continue;
-    (group.first == spec ? same_spec : other_specs).push_back(s);
-  }
-  same_spec.insert(same_spec.end(), other_specs.begin(), other_specs.end());
-  if (same_spec.size() > kMaxWinners) same_spec.resize(kMaxWinners);
-  return same_spec;
 }
 
 using Measure = std::function<std::vector<Outcome>(const std::vector<Schedule>&)>;
@@ -404,10 +180,8 @@ TuneSummary tune(const TuneOptions& options, Database& database,
       options.layer ? schedules::ScheduleSpace(*options.layer, options.target)
                     : schedules::ScheduleSpace(options.spec, options.target);
   const std::map<std::string, std::string> presets = fitting_presets(options);
-  std::vector<Schedule> seeds = related_winners(options, database, space);
-  for (const auto& [json, name] : presets)
-    seeds.push_back(Schedule::from_json(nlohmann::json::parse(json)));
-  auto strategy = make_strategy(options.strategy, space, options.seed, seeds);
+  auto strategy = make_strategy(options.strategy, space, options.seed,
+                                run_seeds(options, database, space, presets));
   std::vector<Trial> history;
   std::hash<std::string> hash;
   auto update_best = [&] {
