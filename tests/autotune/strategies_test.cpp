@@ -114,6 +114,34 @@ TEST_P(EveryStrategy, IsDeterministicPerSeedAndNeverRepeatsACandidate) {
   EXPECT_EQ(a[0].schedule, schedules::canonical(schedules::load_preset("online_avx2")));
 }
 
+// Another shard's trials have no outcome: a strategy learns nothing from
+// them and does not propose them again.
+TEST_P(EveryStrategy, PassesOverAnotherShardsTrials) {
+  auto strategy = make_strategy(GetParam(), recorded().space(), 5, presets());
+  std::vector<Trial> history;
+  std::set<std::string> theirs;
+  for (const Schedule& s : strategy->propose(history, 8)) {
+    history.push_back(Trial::of_other_shard(s));
+    theirs.insert(s.to_json().dump());
+  }
+  ASSERT_EQ(theirs.size(), 8u);
+  EXPECT_TRUE(fastest_first(history).empty());
+  for (const Schedule& s : strategy->propose(history, 8)) {
+    EXPECT_EQ(theirs.count(s.to_json().dump()), 0u) << s.to_json().dump();
+  }
+}
+
+TEST(Strategies, OnlyRecordedTrialsHaveAnOutcome) {
+  const Schedule s = presets()[0];
+  for (const Trial& trial : {Trial::pending(s), Trial::of_other_shard(s)}) {
+    EXPECT_NE(trial.state, TrialState::recorded);
+    EXPECT_NE(trial.status, Status::ok);
+  }
+  EXPECT_EQ(Trial::pending(s).state, TrialState::pending);
+  EXPECT_EQ(Trial::of_other_shard(s).state, TrialState::other_shard);
+  EXPECT_EQ((Trial{s, Status::ok, 1.0}).state, TrialState::recorded);
+}
+
 // Exhaustive walks the space in order, so only the drawing strategies are held to this.
 class DrawingStrategy : public ::testing::TestWithParam<std::string> {};
 
