@@ -1,14 +1,21 @@
-// One tuning run: the naive baseline, the reference output and Halide's
-// autoschedulers (competitors, recorded alike) first, then
-// candidates from a strategy, measured in contained child processes, checked
-// against the reference and recorded in the database, until the budget is
-// spent. A rerun with the same database continues: the strategy replays from
-// its seed, reading back what is recorded instead of measuring it again, so a
-// run killed and resumed any number of times ends where an uninterrupted one
-// with the same seed and candidate budget ends. At the end, the finalists
-// (the fastest candidates and the fastest preset) are measured again in
-// interleaved rounds, and those records stand for them: one lucky or disturbed
-// timing in the search decides neither the winner nor its gain.
+// One tuning run, in four phases (tuning_run.h):
+// 1. reference: the naive baseline writes the output every candidate is
+//    checked against;
+// 2. search: candidates from a strategy, seeded with related winners and the
+//    presets, are measured in contained child processes, checked and recorded
+//    in the database until the budget, less the time phase 3 will take, is
+//    spent;
+// 3. confirm: the finalists (the fastest candidates and the fastest preset)
+//    are measured again in interleaved rounds, and those records stand for
+//    them: one lucky or disturbed timing in the search decides neither the
+//    winner nor its gain;
+// 4. competitors: the naive baseline and Halide's autoschedulers are timed
+//    and recorded alike, once per database.
+// A simulation (TuneOptions::simulate) runs phases 2 and 3 only. A rerun
+// with the same database continues: the strategy replays from its seed,
+// reading back what is recorded instead of measuring it again, so a run
+// killed and resumed any number of times ends where an uninterrupted one
+// with the same seed and candidate budget ends.
 #pragma once
 
 #include <Halide.h>

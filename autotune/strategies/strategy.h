@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autotune/record.h"
@@ -17,11 +18,28 @@
 
 namespace attnforge::autotune {
 
-// One candidate's outcome as a strategy sees it.
+// Where a proposed candidate stands in a tuning run.
+enum class TrialState {
+  recorded,     // measured, in this run or an earlier one: status and ms are its outcome
+  pending,      // to be measured
+  other_shard,  // another shard's to measure: never measured here
+};
+
+// One candidate's outcome as a strategy sees it. Strategies learn from the
+// recorded trials that are ok; a pending or another shard's trial has no
+// outcome, and its status is never ok, so they pass over it.
 struct Trial {
   schedules::Schedule schedule;
   Status status = Status::ok;
   double ms = 0.0;  // median; meaningful only when status is ok
+  TrialState state = TrialState::recorded;
+
+  static Trial pending(schedules::Schedule schedule) {
+    return {std::move(schedule), Status::invalid, 0.0, TrialState::pending};
+  }
+  static Trial of_other_shard(schedules::Schedule schedule) {
+    return {std::move(schedule), Status::invalid, 0.0, TrialState::other_shard};
+  }
 };
 
 class Strategy {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/support/temp_dir.h"
+#include "autotune/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -44,7 +44,7 @@ TEST(Builder, AnUnknownScheduleNameIsReported) {
 }
 
 TEST(Builder, AotWritesALibraryWithAnArgvEntryPoint) {
-  testing::TempDir dir;
+  TempDir dir;
   AotFiles built =
       build_aot({kSpec, Halide::Target("x86-64-linux-avx2-fma-f16c-sse41"), "online_avx2"},
                 dir.path(), "attention_test_kernel");
@@ -55,7 +55,7 @@ TEST(Builder, AotWritesALibraryWithAnArgvEntryPoint) {
 }
 
 TEST(Builder, AotWritesAnObjectFileWhenAsked) {
-  testing::TempDir dir;
+  TempDir dir;
   AotFiles built = build_aot({kSpec, Halide::get_host_target(), "naive"}, dir.path(), "as_object",
                              AotOutput::object);
   EXPECT_EQ(built.code.extension(), ".o");
@@ -63,7 +63,7 @@ TEST(Builder, AotWritesAnObjectFileWhenAsked) {
 }
 
 TEST(Builder, AotCrossCompilesTheNaiveScheduleForCuda) {
-  testing::TempDir dir;
+  TempDir dir;
   AotFiles built =
       build_aot({kSpec, Halide::Target("x86-64-linux-cuda-cuda_capability_80"), "naive"},
                 dir.path(), "attention_cuda_kernel");
@@ -74,7 +74,7 @@ TEST(Builder, AotCrossCompilesTheNaiveScheduleForCuda) {
 }
 
 TEST(Builder, AotRefusesAnAutoscheduler) {
-  testing::TempDir dir;
+  TempDir dir;
   Candidate candidate{
       kSpec, Halide::get_host_target(), "auto", {}, Halide::AutoschedulerParams("Adams2019")};
   EXPECT_THROW(build_aot(candidate, dir.path(), "x"), KernelError);

@@ -11,11 +11,11 @@
 #include <set>
 
 #include "autotune/summary.h"
+#include "autotune/temp_dir.h"
 #include "autotune/tuner.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/autotune/synthetic_timings.h"
-#include "tests/support/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -59,7 +59,7 @@ double true_ms(const Record& r) {
 }
 
 TEST(Confirmation, WithoutItALuckyTimingWinsAndADisturbedPresetLoses) {
-  testing::TempDir dir;
+  TempDir dir;
   GroupSummary g = run(noisy_run(0), dir.path() / "tuning.jsonl");
   ASSERT_TRUE(g.best_tuned && g.best_preset);
   EXPECT_LT(g.best_tuned->ms_median, true_ms(*g.best_tuned));    // the premise
@@ -67,7 +67,7 @@ TEST(Confirmation, WithoutItALuckyTimingWinsAndADisturbedPresetLoses) {
 }
 
 TEST(Confirmation, TheWinnerAndTheBestPresetStandOnConfirmedTimings) {
-  testing::TempDir dir;
+  TempDir dir;
   const TuneOptions options = noisy_run(2);
   GroupSummary g = run(options, dir.path() / "tuning.jsonl");
   ASSERT_TRUE(g.best_tuned && g.best_preset);
@@ -114,7 +114,7 @@ TEST(Confirmation, EveryPresetThatMightBeTheBestIsMeasuredAgain) {
 // A finalist that crashes when measured again is recorded so and no longer
 // wins, whatever its search timing.
 TEST(Confirmation, AFinalistThatFailsAgainNoLongerWins) {
-  testing::TempDir dir;
+  TempDir dir;
   TuneOptions options = noisy_run(1);
   auto count = std::make_shared<std::map<std::string, int>>();
   options.simulate = [count, inner = options.simulate](const Schedule& s) {

@@ -11,21 +11,15 @@
 #include <random>
 
 #include "autotune/summary.h"
+#include "autotune/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
 
-class TempFile {
- public:
-  TempFile() {
-    char name[] = "/tmp/attnforge_db_XXXXXX";
-    int fd = mkstemp(name);
-    ::close(fd);
-    std::filesystem::remove(name);
-    path = name;
-  }
-  ~TempFile() { std::filesystem::remove(path); }
-  std::filesystem::path path;
+// A database path in a folder of its own, removed with it.
+struct TempFile {
+  TempDir dir;
+  std::filesystem::path path = dir.path() / "tuning.jsonl";
 };
 
 Record make_record(int n, double ms = 1.0, Status status = Status::ok) {

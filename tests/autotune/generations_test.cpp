@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "autotune/summary.h"
+#include "autotune/temp_dir.h"
 #include "autotune/tuner.h"
 #include "tests/autotune/synthetic_timings.h"
-#include "tests/support/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -31,7 +31,7 @@ void age_records(const std::filesystem::path& path) {
 }
 
 TEST(Generations, ARerunOfTheSameGenerationMeasuresNothing) {
-  testing::TempDir dir;
+  TempDir dir;
   const std::filesystem::path path = dir.path() / "tuning.jsonl";
   Database db(path);
   EXPECT_EQ(tune(simulated_run(), db).progress.measured, 30);
@@ -39,7 +39,7 @@ TEST(Generations, ARerunOfTheSameGenerationMeasuresNothing) {
 }
 
 TEST(Generations, AnOlderGenerationIsMeasuredAgainAndThenLoses) {
-  testing::TempDir dir;
+  TempDir dir;
   const std::filesystem::path path = dir.path() / "tuning.jsonl";
   {
     Database db(path);

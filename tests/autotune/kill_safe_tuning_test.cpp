@@ -12,10 +12,10 @@
 #include <random>
 #include <set>
 
+#include "autotune/temp_dir.h"
 #include "autotune/tuner.h"
 #include "schedules/space.h"
 #include "tests/autotune/synthetic_timings.h"
-#include "tests/support/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -36,7 +36,7 @@ std::set<std::string> keys_of(const Database& db) {
 }
 
 TEST(KillSafeTuning, TwentyKillsThenResumeEndsLikeAnUninterruptedRun) {
-  testing::TempDir dir;
+  TempDir dir;
   Database uninterrupted(dir.path() / "uninterrupted.jsonl");
   TuneSummary expected = tune(simulated_run(), uninterrupted);
   ASSERT_TRUE(expected.best.has_value());
@@ -75,7 +75,7 @@ TEST(KillSafeTuning, TwentyKillsThenResumeEndsLikeAnUninterruptedRun) {
 // A run starts from the winners of related runs in its database: another
 // spec's fastest schedule on this target is proposed first, before the presets.
 TEST(WarmStart, RelatedWinnersAreProposedFirst) {
-  testing::TempDir dir;
+  TempDir dir;
   Database db(dir.path() / "tuning.jsonl");
   TuneOptions options = simulated_run();
   schedules::ScheduleSpace space(options.spec, options.target);

@@ -9,17 +9,15 @@
 #include <chrono>
 #include <fstream>
 
+#include "autotune/temp_dir.h"
+
 namespace attnforge::autotune {
 namespace {
 
 class RunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/attnforge_runner_XXXXXX";
-    dir_ = ::mkdtemp(name);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  TempDir work_dir_;
+  const std::filesystem::path dir_ = work_dir_.path();
 };
 
 Job returns(Status status, double ms) {

@@ -9,6 +9,7 @@
 
 #include "autotune/database.h"
 #include "autotune/strategies/strategy.h"
+#include "autotune/temp_dir.h"
 #include "schedules/presets.h"
 #include "tests/autotune/synthetic_timings.h"
 
@@ -28,10 +29,6 @@ class Recorded {
     space_.restrict_knob("pv_rows", {0, 4});
     space_.restrict_knob("pv_vectors", {0, 4});
     space_.restrict_knob("pv_chunk", {0, 32});
-    char name[] = "/tmp/attnforge_sim_XXXXXX";
-    ::close(mkstemp(name));
-    std::filesystem::remove(name);
-    path_ = name;
     std::vector<Record> records;
     for (const Schedule& s : space_.enumerate()) {
       Record r;
@@ -48,7 +45,6 @@ class Recorded {
     db.append(records);
     size_ = db.records().size();
   }
-  ~Recorded() { std::filesystem::remove(path_); }
 
   Trial measure(const Schedule& s) const {
     auto found = by_key_.find(s.to_json().dump());
@@ -63,7 +59,8 @@ class Recorded {
 
  private:
   schedules::ScheduleSpace space_;
-  std::filesystem::path path_;
+  TempDir dir_;
+  std::filesystem::path path_ = dir_.path() / "recorded.jsonl";
   std::map<std::string, double> by_key_;
   double best_ = 1e30;
   size_t size_ = 0;
@@ -115,6 +112,34 @@ TEST_P(EveryStrategy, IsDeterministicPerSeedAndNeverRepeatsACandidate) {
   }
   // The presets are measured first.
   EXPECT_EQ(a[0].schedule, schedules::canonical(schedules::load_preset("online_avx2")));
+}
+
+// Another shard's trials have no outcome: a strategy learns nothing from
+// them and does not propose them again.
+TEST_P(EveryStrategy, PassesOverAnotherShardsTrials) {
+  auto strategy = make_strategy(GetParam(), recorded().space(), 5, presets());
+  std::vector<Trial> history;
+  std::set<std::string> theirs;
+  for (const Schedule& s : strategy->propose(history, 8)) {
+    history.push_back(Trial::of_other_shard(s));
+    theirs.insert(s.to_json().dump());
+  }
+  ASSERT_EQ(theirs.size(), 8u);
+  EXPECT_TRUE(fastest_first(history).empty());
+  for (const Schedule& s : strategy->propose(history, 8)) {
+    EXPECT_EQ(theirs.count(s.to_json().dump()), 0u) << s.to_json().dump();
+  }
+}
+
+TEST(Strategies, OnlyRecordedTrialsHaveAnOutcome) {
+  const Schedule s = presets()[0];
+  for (const Trial& trial : {Trial::pending(s), Trial::of_other_shard(s)}) {
+    EXPECT_NE(trial.state, TrialState::recorded);
+    EXPECT_NE(trial.status, Status::ok);
+  }
+  EXPECT_EQ(Trial::pending(s).state, TrialState::pending);
+  EXPECT_EQ(Trial::of_other_shard(s).state, TrialState::other_shard);
+  EXPECT_EQ((Trial{s, Status::ok, 1.0}).state, TrialState::recorded);
 }
 
 // Exhaustive walks the space in order, so only the drawing strategies are held to this.

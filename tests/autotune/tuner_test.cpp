@@ -8,16 +8,14 @@
 
 #include <set>
 
-#include "tests/support/temp_dir.h"
+#include "autotune/temp_dir.h"
 
 namespace attnforge::autotune {
 namespace {
 
 TEST(Tuner, ShortRunBeatsTheNaiveBaselineAndResumes) {
-  char name[] = "/tmp/attnforge_tuner_XXXXXX";
-  ::close(mkstemp(name));
-  std::filesystem::remove(name);
-  const std::filesystem::path path = name;
+  TempDir dir;
+  const std::filesystem::path path = dir.path() / "tuning.jsonl";
 
   TuneOptions options;
   options.spec = AttentionSpec::parse("causal.gqa4x2.d64.f32");
@@ -70,13 +68,12 @@ TEST(Tuner, ShortRunBeatsTheNaiveBaselineAndResumes) {
   }
   EXPECT_EQ(after.records().size(),
             recorded + second.progress.measured + second.progress.confirmed);
-  std::filesystem::remove(path);
 }
 
 // A layer is tuned the same way: its records carry the layer spec, every
 // candidate is checked against the naive layer, and the winner beats it.
 TEST(Tuner, TunesAWholeLayer) {
-  testing::TempDir dir;
+  TempDir dir;
   TuneOptions options;
   options.layer = LayerSpec::parse("self.dm64.causal.mha2.d32.f32");
   options.spec = options.layer->attention;
@@ -100,7 +97,7 @@ TEST(Tuner, TunesAWholeLayer) {
 // kernel as the reference) through Halide's OpenCL target, which runs on the
 // CPU with pocl; skipped where no OpenCL device exists.
 TEST(Tuner, TunesGpuSchedulesOnAnOpenClDevice) {
-  testing::TempDir dir;
+  TempDir dir;
   TuneOptions options;
   options.spec = AttentionSpec::parse("causal.mha2.d32.f32");
   options.target = Halide::get_host_target().with_feature(Halide::Target::OpenCL);

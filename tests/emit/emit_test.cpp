@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "autotune/temp_dir.h"
 #include "emit/emit_target.h"
 #include "emit/kernel_plan.h"
 #include "emit/subprocess.h"
-#include "tests/support/temp_dir.h"
 
 namespace attnforge::emit {
 namespace {
@@ -109,7 +109,7 @@ std::string read_all(const std::filesystem::path& path) {
 }
 
 TEST(Emit, OneDatabaseGivesByteIdenticalSources) {
-  testing::TempDir dir;
+  autotune::TempDir dir;
   const std::filesystem::path db = dir.path() / "tuning.jsonl";
   std::ofstream(db) << record("causal.mha2.d32.f32", "b1.q64.k64", 1.0, Status::ok).to_json().dump()
                     << "\n";

@@ -1,0 +1,99 @@
+// The phases of a tuning run one by one, another shard's candidates, and the
+// work folder of a real run, which goes however the run ends.
+#include "autotune/tuning_run.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "autotune/temp_dir.h"
+#include "tests/autotune/synthetic_timings.h"
+#include "tests/support/scoped_env.h"
+
+namespace attnforge::autotune {
+namespace {
+
+size_t confirmations(const Database& db) {
+  size_t count = 0;
+  for (const Record& r : db.records()) count += r.confirmation;
+  return count;
+}
+
+TEST(TuningRun, EachPhaseRecordsItsOwnPart) {
+  TempDir dir;
+  Database db(dir.path() / "tuning.jsonl");
+  TuneOptions options = simulated_tuning("causal.mha8.d64.f32", 12, 4);
+  options.confirm_rounds = 2;
+  TuningRun run(options, db, {});
+  run.reference();  // a simulation checks nothing: no reference to write
+  EXPECT_TRUE(db.records().empty());
+
+  run.search();
+  EXPECT_EQ(run.summary().progress.measured, 12);
+  EXPECT_EQ(db.records().size(), 12u);
+  EXPECT_EQ(confirmations(db), 0u);
+  ASSERT_TRUE(run.summary().best.has_value());
+
+  run.confirm();
+  EXPECT_GT(run.summary().progress.confirmed, 0);
+  EXPECT_EQ(confirmations(db), static_cast<size_t>(run.summary().progress.confirmed));
+  EXPECT_TRUE(run.summary().best->confirmation);
+
+  const size_t recorded = db.records().size();
+  run.competitors();  // a simulation has none
+  EXPECT_EQ(db.records().size(), recorded);
+}
+
+TEST(TuningRun, AnotherShardsCandidatesAreLeftToIt) {
+  TempDir dir;
+  std::set<std::string> keys[2];
+  for (int shard = 0; shard < 2; ++shard) {
+    TuneOptions options = simulated_tuning("causal.mha8.d64.f32", 40, 4);
+    options.shard = shard;
+    options.shards = 2;
+    std::vector<schedules::Schedule> simulated;
+    options.simulate = [&simulated, measure = options.simulate](const schedules::Schedule& s) {
+      simulated.push_back(s);
+      return measure(s);
+    };
+    Database db(dir.path() / ("shard" + std::to_string(shard) + ".jsonl"));
+    const TuneSummary summary = tune(options, db);
+    // Of the 40 proposals, only this shard's are measured, each once.
+    EXPECT_GT(summary.progress.measured, 0);
+    EXPECT_LT(summary.progress.measured, 40);
+    EXPECT_EQ(simulated.size(), static_cast<size_t>(summary.progress.measured));
+    for (const schedules::Schedule& s : simulated) {
+      const std::string key = record_key(options, s.to_json());
+      EXPECT_EQ(std::hash<std::string>()(key) % 2, static_cast<size_t>(shard));
+      EXPECT_TRUE(keys[shard].insert(key).second);
+    }
+  }
+  for (const std::string& key : keys[0]) EXPECT_EQ(keys[1].count(key), 0u);
+}
+
+// A real run stopped by an exception mid-search: its work folder (in
+// $TMPDIR) is gone all the same.
+TEST(TuningRun, TheWorkFolderIsRemovedWhenTheRunThrows) {
+  TempDir tmpdir, dir;
+  testing::ScopedEnv redirected("TMPDIR", tmpdir.path().string());
+  TuneOptions options;
+  options.spec = AttentionSpec::parse("full.mha2.d32.f32");
+  options.shape = {1, 64, 64};
+  options.max_candidates = 1;
+  options.min_measure_seconds = 0.01;
+  options.autoschedulers = false;
+  Database db(dir.path() / "tuning.jsonl");
+  bool work_folder_seen = false;
+  EXPECT_THROW(tune(options, db,
+                    [&](const Progress&) {
+                      work_folder_seen = std::filesystem::exists(tmpdir.path()) &&
+                                         !std::filesystem::is_empty(tmpdir.path());
+                      throw std::runtime_error("stopped");
+                    }),
+               std::runtime_error);
+  EXPECT_TRUE(work_folder_seen);
+  EXPECT_TRUE(std::filesystem::is_empty(tmpdir.path()));
+}
+
+}  // namespace
+}  // namespace attnforge::autotune
