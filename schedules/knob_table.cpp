@@ -29,18 +29,21 @@ KnobRange powers_of_two(int min, int max) {
   return {min, max, true};
 }
 
-// Rows in the order searches draw them (form, loops, Q copy, then the
-// integers); a new row goes at the end of its group.
-std::vector<KnobRow> make_table() {
+// The forms a knob of the tiled forms is ignored by.
+std::vector<Form> materialized_only() {
+  return {Form::materialized};
+}
+
+// The register tiles and loop order of the tiled forms, which the
+// materialized form does not have.
+KnobOnTarget tiled(std::vector<int> searched, KnobRange legal) {
+  return KnobOnTarget{std::move(searched), legal, materialized_only()};
+}
+
+// The enums: which form, which loops run in parallel, where the Q copy is.
+void add_enum_rows(std::vector<KnobRow>& rows) {
   using F = Form;
   using P = ParallelLoop;
-  const std::vector<Form> materialized = {F::materialized};
-  const std::vector<Form> fused = {F::fused};
-  // The register tiles and loop order of the tiled forms.
-  auto tiled = [&](std::vector<int> searched, KnobRange legal) {
-    return KnobOnTarget{std::move(searched), legal, materialized};
-  };
-  std::vector<KnobRow> rows;
   rows.push_back(KnobRow::of<&Schedule::form>("form", Scope::attention)
                      .encoded_as(Encoding::name, {"materialized", "fused", "online"})
                      .on_cpu({{code(F::online), code(F::fused), code(F::materialized)}})
@@ -54,18 +57,22 @@ std::vector<KnobRow> make_table() {
           .seen_by_model_as(Feature::count));
   rows.push_back(KnobRow::of<&Schedule::q_copy_at>("q_copy_at", Scope::cpu)
                      .encoded_as(Encoding::name, {"tile", "root"})
-                     .on_cpu({{0, 1}, std::nullopt, materialized})
+                     .on_cpu({{0, 1}, std::nullopt, materialized_only()})
                      .seen_by_model_as(Feature::flag)
                      .formerly("intermediates"));
+}
+
+// Tiles, blocks, vectors and key splits of the attention.
+void add_tile_rows(std::vector<KnobRow>& rows) {
   // Key blocks include multiples of 3 so that 3- and 6-row register tiles fit.
   rows.push_back(KnobRow::of<&Schedule::query_tile>("query_tile", Scope::attention)
                      .on_cpu(tiled({16, 32, 48, 64, 96, 128}, between(1, 256)))
                      .on_gpu({{8, 16, 32, 64}, between(1, 256)}));
-  rows.push_back(
-      KnobRow::of<&Schedule::key_block>("key_block", Scope::attention)
-          .on_cpu(
-              {{16, 32, 48, 64, 96, 128, 192, 256}, between(8, 512), {F::materialized, F::fused}})
-          .on_gpu({{8, 16, 32, 64, 128, 256}, between(1, 512), fused}));
+  rows.push_back(KnobRow::of<&Schedule::key_block>("key_block", Scope::attention)
+                     .on_cpu({{16, 32, 48, 64, 96, 128, 192, 256},
+                              between(8, 512),
+                              {Form::materialized, Form::fused}})
+                     .on_gpu({{8, 16, 32, 64, 128, 256}, between(1, 512), {Form::fused}}));
   rows.push_back(KnobRow::of<&Schedule::vector_width>("vector_width", Scope::cpu)
                      .on_cpu({{8, 16}, powers_of_two(4, 16)}));
   rows.push_back(KnobRow::of<&Schedule::unroll>("unroll", Scope::cpu)
@@ -75,8 +82,8 @@ std::vector<KnobRow> make_table() {
   rows.push_back(KnobRow::of<&Schedule::register_vectors>("register_vectors", Scope::cpu)
                      .on_cpu(tiled({1, 2, 3}, between(1, 4))));
   rows.push_back(KnobRow::of<&Schedule::kv_splits>("kv_splits", Scope::attention)
-                     .on_cpu({{1, 2, 4}, powers_of_two(1, 8), materialized})
-                     .on_gpu({{1, 2, 4, 8}, powers_of_two(1, 8), materialized}));
+                     .on_cpu({{1, 2, 4}, powers_of_two(1, 8), materialized_only()})
+                     .on_gpu({{1, 2, 4, 8}, powers_of_two(1, 8), materialized_only()}));
   rows.push_back(KnobRow::of<&Schedule::pv_rows>("pv_rows", Scope::cpu)
                      .on_cpu(tiled({0, 2, 4, 8}, between(0, 8)))
                      .omitted_when_unset());
@@ -86,7 +93,10 @@ std::vector<KnobRow> make_table() {
   rows.push_back(KnobRow::of<&Schedule::pv_chunk>("pv_chunk", Scope::cpu)
                      .on_cpu(tiled({0, 16, 32, 64, 128}, {8, 512, false, 0}))
                      .omitted_when_unset());
-  // Blocks are multiples of every register-tile row count.
+}
+
+// A layer's projection GEMMs. Blocks are multiples of every register-tile row count.
+void add_layer_rows(std::vector<KnobRow>& rows) {
   rows.push_back(KnobRow::of<&Schedule::projection_vectors>("projection_vectors", Scope::layer)
                      .on_cpu({{1, 2, 4}, between(1, 4)})
                      .omitted_when_unset());
@@ -97,8 +107,12 @@ std::vector<KnobRow> make_table() {
                      .on_cpu({{24, 48, 96, 192}, between(1, 1024)})
                      .omitted_when_unset());
   rows.push_back(KnobRow::of<&Schedule::projection_fuse_q>("projection_fuse_q", Scope::layer)
-                     .on_cpu({{0, 1}, between(0, 1), materialized})
+                     .on_cpu({{0, 1}, between(0, 1), materialized_only()})
                      .omitted_when_unset());
+}
+
+// A CUDA block's threads and its shared-memory staging.
+void add_gpu_rows(std::vector<KnobRow>& rows) {
   rows.push_back(KnobRow::of<&Schedule::gpu_threads_x>("gpu_threads_x", Scope::gpu)
                      .on_gpu({{4, 8, 16, 32}, powers_of_two(1, 32)})
                      .omitted_when_unset());
@@ -108,11 +122,20 @@ std::vector<KnobRow> make_table() {
   rows.push_back(KnobRow::of<&Schedule::gpu_stage_kv>("gpu_stage_kv", Scope::gpu)
                      .on_gpu({{0, 1}, between(0, 1)})
                      .omitted_when_unset());
+}
+
+// Rows in the order searches draw them; a new row goes at the end of its group.
+std::vector<KnobRow> make_table() {
+  std::vector<KnobRow> rows;
+  add_enum_rows(rows);
+  add_tile_rows(rows);
+  add_layer_rows(rows);
+  add_gpu_rows(rows);
   // Never searched: skipping is never slower.
   rows.push_back(KnobRow::of<&Schedule::skip_masked_blocks>("skip_masked_blocks", Scope::attention)
                      .encoded_as(Encoding::boolean)
-                     .on_cpu({{}, std::nullopt, materialized})
-                     .on_gpu({{}, std::nullopt, materialized})
+                     .on_cpu({{}, std::nullopt, materialized_only()})
+                     .on_gpu({{}, std::nullopt, materialized_only()})
                      .seen_by_model_as(Feature::flag));
   return rows;
 }
