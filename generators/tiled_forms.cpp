@@ -102,6 +102,43 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   return f;
 }
 
+namespace {
+
+// The output of the online form: the running state of the tile's only key
+// split, or the states of all splits merged, normalized by the row sum.
+void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const AttentionVars& v,
+                          const TileVars& t, const TileShape& shape) {
+  const int splits = shape.kv_splits;
+  Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
+  Expr final_acc, final_max, final_sum;
+  if (splits == 1) {
+    Halide::FuncRef state = f.state(v.d, ii, 0, it, v.h, v.b);
+    final_acc = state[0];
+    final_max = state[1];
+    final_sum = state[2];
+  } else {
+    // Each split's acc and sum rescaled to the largest split max, then added.
+    f.over_splits = RDom(0, splits, "over_splits");
+    const Halide::RVar rs = f.over_splits.x;
+    Halide::FuncRef split = f.state(v.d, t.ii, rs, t.it, v.h, v.b);
+    f.split_max(v.d, t.ii, t.it, v.h, v.b) = kMaskedLogit;
+    f.split_max(v.d, t.ii, t.it, v.h, v.b) =
+        Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), Expr(split[1]));
+    Expr weight = softmax_exp(Expr(split[1]), f.split_max(v.d, t.ii, t.it, v.h, v.b));
+    f.merged(v.d, t.ii, t.it, v.h, v.b) = {0.0f, 0.0f};
+    f.merged(v.d, t.ii, t.it, v.h, v.b) = {
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + Expr(split[0]) * weight,
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + Expr(split[2]) * weight};
+    final_acc = f.merged(v.d, ii, it, v.h, v.b)[0];
+    final_max = f.split_max(v.d, ii, it, v.h, v.b);
+    final_sum = f.merged(v.d, ii, it, v.h, v.b)[1];
+  }
+  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
+      Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
+}
+
+}  // namespace
+
 OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
                          const AttentionVars& v, const TileVars& t, const TileShape& shape) {
   OnlineFuncs f;
@@ -166,32 +203,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       Halide::max(run_max, bmax),
       run_sum * old_factor + f.block_sum(t.ii, block, t.it, v.h, v.b) * new_factor};
 
-  Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
-  Expr final_acc, final_max, final_sum;
-  if (splits == 1) {
-    Halide::FuncRef state = f.state(v.d, ii, 0, it, v.h, v.b);
-    final_acc = state[0];
-    final_max = state[1];
-    final_sum = state[2];
-  } else {
-    // Each split's acc and sum rescaled to the largest split max, then added.
-    f.over_splits = RDom(0, splits, "over_splits");
-    const Halide::RVar rs = f.over_splits.x;
-    Halide::FuncRef split = f.state(v.d, t.ii, rs, t.it, v.h, v.b);
-    f.split_max(v.d, t.ii, t.it, v.h, v.b) = kMaskedLogit;
-    f.split_max(v.d, t.ii, t.it, v.h, v.b) =
-        Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), Expr(split[1]));
-    Expr weight = softmax_exp(Expr(split[1]), f.split_max(v.d, t.ii, t.it, v.h, v.b));
-    f.merged(v.d, t.ii, t.it, v.h, v.b) = {0.0f, 0.0f};
-    f.merged(v.d, t.ii, t.it, v.h, v.b) = {
-        f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + Expr(split[0]) * weight,
-        f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + Expr(split[2]) * weight};
-    final_acc = f.merged(v.d, ii, it, v.h, v.b)[0];
-    final_max = f.split_max(v.d, ii, it, v.h, v.b);
-    final_sum = f.merged(v.d, ii, it, v.h, v.b)[1];
-  }
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
-      Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
+  define_online_output(f, terms, v, t, shape);
   return f;
 }
 

@@ -168,6 +168,28 @@ void register_chunk(Func product, Func consumer, const Var& thread_x, const Var&
   }
 }
 
+// Constant sizes for the online form's block-level Funcs: masks make the
+// regions a block needs depend on the block, and a launch must not loop over
+// every block to size its shared memory. In a one-warp block, lanes write the
+// Q tile, logits and probabilities (rows innermost) a head-dim or key chunk
+// apart: rows padded by one keep the lanes on different banks.
+void bound_block_storage(const Schedule& s, AttentionPipeline& p, int head_dim) {
+  OnlineFuncs& f = p.online;
+  const TileVars& tv = p.tile_vars;
+  auto bound_storage = [&](Func func, int rows) {
+    const std::map<std::string, int> sizes = {
+        {tv.ii.name(), rows}, {tv.jj.name(), s.key_block}, {p.vars.d.name(), head_dim}};
+    for (const Var& arg : func.args()) {
+      auto size = sizes.find(arg.name());
+      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
+    }
+  };
+  for (Func func : {f.state, f.block_max, f.block_sum}) bound_storage(func, s.query_tile);
+  for (Func func : {f.q_tile, f.logits, f.probs}) {
+    bound_storage(func, s.query_tile + cuda_shared_row_pad(s));
+  }
+}
+
 void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
   const AttentionVars& v = p.vars;
@@ -222,23 +244,7 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
     shared.compute_at(per_block).store_in(MemoryType::GPUShared);
   }
   thread_tile(f.q_tile, v.d, tv.ii, head_tile, TileLoops{});
-  // Constant sizes: masks make the regions a block needs depend on the block,
-  // and a launch must not loop over every block to size its shared memory.
-  // In a one-warp block, lanes write the Q tile, logits and probabilities
-  // (rows innermost) a head-dim or key chunk apart: rows padded by one keep
-  // the lanes on different banks.
-  auto bound_storage = [&](Func func, int rows) {
-    const std::map<std::string, int> sizes = {
-        {tv.ii.name(), rows}, {tv.jj.name(), s.key_block}, {v.d.name(), head_dim}};
-    for (const Var& arg : func.args()) {
-      auto size = sizes.find(arg.name());
-      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
-    }
-  };
-  for (Func func : {f.state, f.block_max, f.block_sum}) bound_storage(func, s.query_tile);
-  for (Func func : {f.q_tile, f.logits, f.probs}) {
-    bound_storage(func, s.query_tile + cuda_shared_row_pad(s));
-  }
+  bound_block_storage(s, p, head_dim);
   TileLoops logit_loops;
   thread_tile(f.logits, tv.jj, tv.ii, key_tile, logit_loops);
   register_chunk(f.scores, f.logits, logit_loops.xt, tv.jj, tv.ii, f.over_dim.x, t.keys_per_thread,
