@@ -51,6 +51,12 @@ std::string to_string(Status status) {
   return "?";
 }
 
+RecordKind Record::kind() const {
+  if (schedule == "naive") return RecordKind::naive;
+  if (schedule.is_string()) return RecordKind::autoscheduler;
+  return strategy.rfind("preset:", 0) == 0 ? RecordKind::preset : RecordKind::tuned;
+}
+
 std::string Record::key() const {
   return group() + "|" + schedule.dump() + "|" + generation();
 }
