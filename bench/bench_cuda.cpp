@@ -27,7 +27,6 @@
 #include "bench/torch_peer.h"
 #include "bench/tuned_schedules.h"
 #include "generators/attention_terms.h"
-#include "generators/shape_bucket.h"
 #include "schedules/space.h"
 
 namespace attnforge::bench {
@@ -90,12 +89,9 @@ class CudaBench {
     for (const std::string& name : schedules::presets_for(target_)) {
       add_jit(impls, spec, inputs, name, {spec, target_, name});
     }
-    auto tuned = tuned_.find(spec.to_string());
-    if (tuned != tuned_.end() && !tuned->second.empty()) {
-      auto bucket = tuned->second.find(shape_bucket(shape.batch, shape.q_len, shape.kv_len));
-      add_jit(impls, spec, inputs, "tuned",
-              {spec, target_,
-               bucket != tuned->second.end() ? bucket->second : tuned->second.begin()->second});
+    if (auto tuned =
+            tuned_schedule_for(tuned_, spec.to_string(), shape.batch, shape.q_len, shape.kv_len)) {
+      add_jit(impls, spec, inputs, "tuned", {spec, target_, *tuned});
     }
     if (o_.autoschedulers) {
       for (const auto& a : autotune::autoschedulers_for(target_, 1)) {
@@ -246,7 +242,7 @@ class CudaBench {
   GpuPeaks peaks_;
   Halide::Target target_{o_.target};
   bool cuda_ = target_.has_feature(Halide::Target::CUDA);
-  std::map<std::string, std::map<std::string, std::string>> tuned_;
+  TunedSchedules tuned_;
   std::vector<BenchRow> rows_;
   std::vector<std::pair<std::string, std::string>> skipped_;
   Counts counts_;

@@ -24,7 +24,6 @@
 #include "bench/tuned_schedules.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_layer.h"
-#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
@@ -100,12 +99,9 @@ class LayerBench {
     add(where, "naive", naive_timing, flops, naive_timing.median_ms);
 
     std::map<std::string, std::string> layer_schedules = schedules_;
-    // The case's own shape bucket, else the spec's first one.
-    auto tuned = tuned_.find(spec.to_string());
-    if (tuned != tuned_.end() && !tuned->second.empty()) {
-      auto bucket = tuned->second.find(shape_bucket(shape.batch, shape.len, shape.len));
-      layer_schedules["tuned"] =
-          (bucket != tuned->second.end() ? bucket : tuned->second.begin())->second;
+    if (auto tuned =
+            tuned_schedule_for(tuned_, spec.to_string(), shape.batch, shape.len, shape.len)) {
+      layer_schedules["tuned"] = *tuned;
     }
     // Checked one by one, then timed in turns (kernels stay compiled meanwhile).
     std::vector<std::unique_ptr<JitLayer>> kernels;
@@ -199,7 +195,7 @@ class LayerBench {
   Halide::Target target_ = Halide::get_jit_target_from_environment();
   FmaPeak peak_;
   std::map<std::string, std::string> schedules_;
-  std::map<std::string, std::map<std::string, std::string>> tuned_;
+  TunedSchedules tuned_;
   std::string torch_;
   std::vector<BenchRow> rows_;
   std::vector<std::string> skipped_;

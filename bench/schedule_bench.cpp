@@ -10,7 +10,6 @@
 #include "bench/bench_inputs.h"
 #include "bench/openblas_attention.h"
 #include "bench/torch_peer.h"
-#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
@@ -159,11 +158,9 @@ void ScheduleBench::build_impls(Case& c) {
   if (options_.presets) {
     for (const std::string& name : schedules::presets_for(target_)) add_jit(name, name);
   }
-  auto tuned = options_.tuned.find(c.where.spec);
-  if (tuned != options_.tuned.end() && !tuned->second.empty()) {
-    auto bucket = tuned->second.find(shape_bucket(c.shape.batch, c.shape.q_len, c.shape.kv_len));
-    add_jit("tuned",
-            bucket != tuned->second.end() ? bucket->second : tuned->second.begin()->second);
+  if (auto tuned = tuned_schedule_for(options_.tuned, c.where.spec, c.shape.batch, c.shape.q_len,
+                                      c.shape.kv_len)) {
+    add_jit("tuned", *tuned);
   }
   if (options_.autoschedulers) {
     const int threads = *std::max_element(options_.threads.begin(), options_.threads.end());
