@@ -201,9 +201,7 @@ class CudaBench {
     }
     KernelArguments& a = inputs.arguments();
     const std::vector<float> q = inputs.as_f32(a.q), k = inputs.as_f32(a.k), v = inputs.as_f32(a.v);
-    const TorchCudaInputs files{q.data(), k.data(), v.data(), expected.data(), a.scale};
-    // The output is stored in the spec's dtype; torch's differs by rounding.
-    const double tolerance = spec.dtype == DType::f16 ? 2e-2 : 1e-3;
+    const TorchCudaInputs files{q.data(), k.data(), v.data(), a.scale};
     const std::vector<std::string> backends = {"math", "efficient", "flash", "cudnn"};
     const std::vector<TorchResult> results =
         run_torch_sdpa_cuda(o_.torch_python, spec, shape, files, backends, o_.min_seconds);
@@ -212,10 +210,13 @@ class CudaBench {
       const TorchResult& r = results[n];
       if (!r.error.empty()) {
         skip(spec, label, name, r.error);
-      } else if (!(r.max_abs_diff <= tolerance)) {
-        skip(spec, label, name, fmt::format("its output differs by {:.3g}", r.max_abs_diff));
-      } else {
+        continue;
+      }
+      autotune::CheckResult check = autotune::check_output(r.output, expected, spec.dtype);
+      if (check.ok) {
         add_row(spec, shape, label, name, r.timing, naive_ms);
+      } else {
+        skip(spec, label, name, "its output differs: " + check.detail);
       }
     }
   }
