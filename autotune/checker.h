@@ -1,6 +1,9 @@
-// Every candidate's output is compared with the baseline's before it may win.
+// Every candidate's output is compared with the baseline's before it may win,
+// and every benchmark's implementation before it is timed: one rule, so a
+// kernel the tuner accepts is one every benchmark accepts.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -17,5 +20,8 @@ struct CheckResult {
 // storage dtype (both sides are rounded to it); NaN never matches.
 CheckResult check_output(const std::vector<float>& actual, const std::vector<float>& expected,
                          DType dtype);
+// The same over raw values, e.g. a tensor's.
+CheckResult check_output(const float* actual, size_t actual_count, const float* expected,
+                         size_t expected_count, DType dtype);
 
 }  // namespace attnforge::autotune

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "schedules/bounded_json.h"
 
@@ -199,7 +200,9 @@ std::set<std::string> Database::confirmed_groups() const {
 
 bool Database::contends(size_t index, const std::set<std::string>& confirmed_groups) const {
   const Record& r = records_[index];
-  const bool searched_only = r.schedule.is_object() && !r.confirmation;
+  const RecordKind kind = r.kind();
+  const bool searched_only =
+      (kind == RecordKind::preset || kind == RecordKind::tuned) && !r.confirmation;
   return is_current(index) && !(searched_only && confirmed_groups.count(r.group()));
 }
 
@@ -212,20 +215,39 @@ std::vector<Record> Database::contenders() const {
   return contenders;
 }
 
-std::optional<Record> Database::best(const std::string& spec, const std::string& target,
-                                     const std::string& bucket) const {
+std::vector<const Record*> Database::fastest_per_group(
+    const std::function<bool(const Record&)>& admits) const {
   const std::set<std::string> confirmed = confirmed_groups();
-  const Record* best = nullptr;
+  std::map<std::tuple<std::string, std::string, std::string>, const Record*> fastest;
   for (size_t n = 0; n < records_.size(); ++n) {
     const Record& r = records_[n];
-    if (r.status != Status::ok || r.spec != spec || r.target != target || r.bucket != bucket ||
-        !contends(n, confirmed)) {
-      continue;
-    }
+    if (r.status != Status::ok || !admits(r) || !contends(n, confirmed)) continue;
+    const Record*& best = fastest[{r.spec, r.target, r.bucket}];
     if (!best || r.ms_median < best->ms_median) best = &r;
   }
-  if (!best) return std::nullopt;
-  return *best;
+  std::vector<const Record*> winners;
+  for (const auto& [group, record] : fastest) winners.push_back(record);
+  return winners;
+}
+
+std::vector<Record> Database::winners(const WinnerFilter& filter) const {
+  std::vector<Record> winners;
+  for (const Record* r : fastest_per_group([&](const Record& r) {
+         return (filter.target.empty() || r.target == filter.target) &&
+                (filter.kinds.empty() || filter.kinds.count(r.kind())) &&
+                (!filter.admits || filter.admits(r));
+       })) {
+    winners.push_back(*r);
+  }
+  return winners;
+}
+
+std::optional<Record> Database::best(const std::string& spec, const std::string& target,
+                                     const std::string& bucket) const {
+  std::vector<const Record*> best = fastest_per_group(
+      [&](const Record& r) { return r.spec == spec && r.target == target && r.bucket == bucket; });
+  if (best.empty()) return std::nullopt;
+  return *best.front();
 }
 
 size_t merge(Database& into, const Database& from) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +19,13 @@ namespace attnforge::autotune {
 
 // A line longer than this is not a record (and is skipped unread).
 constexpr size_t kMaxRecordBytes = 1 << 20;
+
+// Which contenders Database::winners compares; a field left empty admits all.
+struct WinnerFilter {
+  std::string target;          // a Halide target string
+  std::set<RecordKind> kinds;  // e.g. preset and tuned: schedules, not the competitors
+  std::function<bool(const Record&)> admits;  // any further condition
+};
 
 class Database {
  public:
@@ -62,7 +70,12 @@ class Database {
   // Competitors (the naive baseline, autoschedulers) always take part.
   std::vector<Record> contenders() const;
 
-  // The fastest correct contender for (spec, target, bucket), if any.
+  // The winners: of each (spec, target, bucket) group, the fastest correct
+  // contender that `filter` admits (of equal times the earlier line), ordered
+  // by spec, target and bucket.
+  std::vector<Record> winners(const WinnerFilter& filter = {}) const;
+
+  // The winner of one group (spec, target, bucket), if any.
   std::optional<Record> best(const std::string& spec, const std::string& target,
                              const std::string& bucket) const;
 
@@ -75,6 +88,9 @@ class Database {
   // Groups (Record::group) whose current generation has a correct confirmation.
   std::set<std::string> confirmed_groups() const;
   bool contends(size_t index, const std::set<std::string>& confirmed_groups) const;
+  // The winner of each group among the correct contenders `admits` accepts.
+  std::vector<const Record*> fastest_per_group(
+      const std::function<bool(const Record&)>& admits) const;
 
   struct Newest {
     std::string time, generation;

@@ -53,6 +53,16 @@ std::string to_string(Status status) {
   return "?";
 }
 
+std::string Record::preset_strategy(const std::string& preset_name) {
+  return "preset:" + preset_name;
+}
+
+RecordKind Record::kind() const {
+  if (schedule == "naive") return RecordKind::naive;
+  if (schedule.is_string()) return RecordKind::autoscheduler;
+  return strategy.rfind(preset_strategy(""), 0) == 0 ? RecordKind::preset : RecordKind::tuned;
+}
+
 std::string Record::key() const {
   return group() + "|" + schedule.dump() + "|" + generation();
 }

@@ -15,6 +15,11 @@ std::string to_string(Status status);
 // Throws std::invalid_argument for an unknown name.
 Status status_of(const std::string& name);
 
+// What a record measured: the naive baseline, one of Halide's autoschedulers
+// ("autoscheduler:<name>"), a schedule preset the tuner seeded its search
+// with, or a schedule the search found.
+enum class RecordKind { naive, autoscheduler, preset, tuned };
+
 struct Record {
   std::string spec;         // canonical spec string
   std::string target;       // full Halide target string
@@ -40,6 +45,12 @@ struct Record {
   std::string generation() const;
   // The group of records that measure the same problem: spec, target, bucket.
   std::string group() const;
+  // Read from the schedule (a name for the naive baseline and autoschedulers,
+  // else a schedule's JSON) and the strategy ("preset:<name>" for a preset),
+  // so records written before kinds were named read the same.
+  RecordKind kind() const;
+  // The strategy a preset's record carries, which kind() reads as a preset.
+  static std::string preset_strategy(const std::string& preset_name);
 
   nlohmann::json to_json() const;
   // Throws std::invalid_argument naming the missing or ill-typed field.

@@ -50,8 +50,10 @@ void read_competitor_times(const TuneOptions& options, const Database& database,
                            Progress& progress) {
   const RunKey run(options);
   for (const Record& r : database.records()) {
-    if (!r.schedule.is_string() || r.status != Status::ok || !run.holds(r)) continue;
-    if (r.schedule == "naive") {
+    const RecordKind kind = r.kind();
+    const bool competitor = kind == RecordKind::naive || kind == RecordKind::autoscheduler;
+    if (!competitor || r.status != Status::ok || !run.holds(r)) continue;
+    if (kind == RecordKind::naive) {
       progress.naive_ms = r.ms_median;
     } else if (progress.autoscheduler_ms == 0.0 || r.ms_median < progress.autoscheduler_ms) {
       progress.autoscheduler_ms = r.ms_median;
@@ -64,7 +66,8 @@ std::map<std::string, Trial> recorded_outcomes(const TuneOptions& options,
   const RunKey run(options);
   std::map<std::string, Trial> recorded;
   for (const Record& r : database.records()) {
-    if (r.schedule.is_string() || !run.holds(r) || database.standing(r.key()) != &r) continue;
+    const bool candidate = r.kind() == RecordKind::preset || r.kind() == RecordKind::tuned;
+    if (!candidate || !run.holds(r) || database.standing(r.key()) != &r) continue;
     try {
       recorded.emplace(r.key(), Trial{Schedule::from_json(r.schedule), r.status, r.ms_median});
     } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read

@@ -21,19 +21,15 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
   const std::string spec = spec_key(options), target = options.target.to_string();
   const std::string bucket =
       shape_bucket(options.shape.batch, options.shape.q_len, options.shape.kv_len);
-  std::map<std::pair<std::string, std::string>, const Record*> fastest;
-  const std::vector<Record> contenders = database.contenders();
-  for (const Record& r : contenders) {
-    if (r.target != target || r.status != Status::ok || !r.schedule.is_object()) continue;
-    if (r.spec == spec && r.bucket == bucket) continue;  // this run's own
-    const Record*& best = fastest[{r.spec, r.bucket}];
-    if (!best || r.ms_median < best->ms_median) best = &r;
-  }
+  const std::vector<Record> winners =
+      database.winners({target, {RecordKind::preset, RecordKind::tuned}, [&](const Record& r) {
+                          return r.spec != spec || r.bucket != bucket;  // not this run's own
+                        }});
   std::vector<Schedule> same_spec, other_specs;
-  for (const auto& [group, record] : fastest) {
+  for (const Record& record : winners) {
     Schedule s;
     try {
-      s = Schedule::from_json(record->schedule);
+      s = Schedule::from_json(record.schedule);
     } catch (const schedules::ScheduleError&) {  // a schedule this version cannot read
       continue;
     }
@@ -41,7 +37,7 @@ std::vector<Schedule> related_winners(const TuneOptions& options, const Database
                       : schedules::attention_part(s);
     s = schedules::canonical(s);
     if (!space.contains(s)) continue;
-    (group.first == spec ? same_spec : other_specs).push_back(s);
+    (record.spec == spec ? same_spec : other_specs).push_back(s);
   }
   same_spec.insert(same_spec.end(), other_specs.begin(), other_specs.end());
   if (same_spec.size() > kMaxWinners) same_spec.resize(kMaxWinners);

@@ -4,14 +4,6 @@
 
 namespace attnforge::autotune {
 
-namespace {
-
-void keep_faster(std::optional<Record>& slot, const Record& r) {
-  if (!slot || r.ms_median < slot->ms_median) slot = r;
-}
-
-}  // namespace
-
 std::vector<GroupSummary> summarize(const Database& database) {
   std::vector<GroupSummary> groups;
   std::map<std::string, size_t> index;
@@ -28,18 +20,13 @@ std::vector<GroupSummary> summarize(const Database& database) {
     ++g.measured;
     if (r.status != Status::ok) ++g.failures;
   }
-  for (const Record& r : database.contenders()) {
-    if (r.status != Status::ok) continue;
-    GroupSummary& g = group_of(r);
-    if (r.schedule == "naive") {
-      keep_faster(g.naive, r);
-    } else if (r.schedule.is_string()) {
-      keep_faster(g.best_autoscheduler, r);
-    } else {
-      keep_faster(g.best_tuned, r);
-      if (r.strategy.rfind("preset:", 0) == 0) keep_faster(g.best_preset, r);
-    }
-  }
+  auto fill = [&](std::optional<Record> GroupSummary::*slot, std::set<RecordKind> kinds) {
+    for (const Record& r : database.winners({"", std::move(kinds), {}})) group_of(r).*slot = r;
+  };
+  fill(&GroupSummary::naive, {RecordKind::naive});
+  fill(&GroupSummary::best_autoscheduler, {RecordKind::autoscheduler});
+  fill(&GroupSummary::best_tuned, {RecordKind::preset, RecordKind::tuned});
+  fill(&GroupSummary::best_preset, {RecordKind::preset});
   return groups;
 }
 

@@ -21,8 +21,8 @@ struct GroupSummary {
 };
 
 // One entry per group, in the order groups first appear: the counts over the
-// group's current generation (Database::current_records), the fastest over its
-// correct contenders (Database::contenders).
+// group's current generation (Database::current_records) and the winner of
+// each kind (Database::winners).
 std::vector<GroupSummary> summarize(const Database& database);
 
 }  // namespace attnforge::autotune

@@ -165,7 +165,7 @@ size_t TuningRun::measure_pending(std::vector<Trial>& trials) {
     trial = {trial.schedule, outcome.status, outcome.ms_median, TrialState::recorded};
     records.push_back(make_record(options_, trial.schedule.to_json(), outcome));
     auto preset = presets_.find(trial.schedule.to_json().dump());
-    if (preset != presets_.end()) records.back().strategy = "preset:" + preset->second;
+    if (preset != presets_.end()) records.back().strategy = Record::preset_strategy(preset->second);
     recorded_[records.back().key()] = trial;
     ++summary_.progress.measured;
     if (outcome.status != Status::ok) ++summary_.progress.failures;

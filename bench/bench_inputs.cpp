@@ -1,7 +1,6 @@
 #include "bench_inputs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <random>
 
 namespace attnforge::bench {
@@ -20,19 +19,6 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
   args.v = v.raw_buffer();
   args.out = out.raw_buffer();
   args.scale = default_scale(spec.head_dim);
-}
-
-double max_abs_diff(const float* actual, const float* expected, size_t count) {
-  double worst = 0.0;
-  for (size_t n = 0; n < count; ++n) {
-    const double diff = std::fabs(static_cast<double>(actual[n]) - expected[n]);
-    if (!(diff <= worst)) worst = diff;  // keeps a NaN
-  }
-  return worst;
-}
-
-double BenchInputs::max_abs_diff() const {
-  return bench::max_abs_diff(out.data(), expected.data(), out.number_of_elements());
 }
 
 }  // namespace attnforge::bench

@@ -12,9 +12,6 @@
 
 namespace attnforge::bench {
 
-// Largest |actual - expected| over `count` values; NaN if any actual is NaN.
-double max_abs_diff(const float* actual, const float* expected, size_t count);
-
 // Every tensor is (d, position, head, batch) innermost first: dense (B, H, L, D).
 struct BenchInputs {
   using Tensor = Halide::Runtime::Buffer<float>;
@@ -23,9 +20,6 @@ struct BenchInputs {
   BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t seed);
   BenchInputs(const BenchInputs&) = delete;  // args points into the tensors
   BenchInputs& operator=(const BenchInputs&) = delete;
-
-  // Largest |out - expected|; NaN if any output is NaN (e.g. never written).
-  double max_abs_diff() const;
 
   Tensor q, k, v, out, expected;
   KernelArguments args;  // q, k, v, out and scale, for the JIT kernels

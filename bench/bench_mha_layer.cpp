@@ -19,20 +19,18 @@
 #include "bench/fma_peak.h"
 #include "bench/layer_inputs.h"
 #include "bench/openblas_layer.h"
+#include "bench/output_check.h"
 #include "bench/timing.h"
 #include "bench/torch_peer.h"
 #include "bench/tuned_schedules.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_layer.h"
-#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
 namespace attnforge::bench {
 namespace {
 
-// Outputs are O(1); f32 sums over d_model and H D stay far below this.
-constexpr double kMaxAbsDiff = 1e-3;
 // Turns in which the implementations of a case are timed.
 constexpr int kRounds = 4;
 
@@ -100,12 +98,9 @@ class LayerBench {
     add(where, "naive", naive_timing, flops, naive_timing.median_ms);
 
     std::map<std::string, std::string> layer_schedules = schedules_;
-    // The case's own shape bucket, else the spec's first one.
-    auto tuned = tuned_.find(spec.to_string());
-    if (tuned != tuned_.end() && !tuned->second.empty()) {
-      auto bucket = tuned->second.find(shape_bucket(shape.batch, shape.len, shape.len));
-      layer_schedules["tuned"] =
-          (bucket != tuned->second.end() ? bucket : tuned->second.begin())->second;
+    if (auto tuned =
+            tuned_schedule_for(tuned_, spec.to_string(), shape.batch, shape.len, shape.len)) {
+      layer_schedules["tuned"] = *tuned;
     }
     // Checked one by one, then timed in turns (kernels stay compiled meanwhile).
     std::vector<std::unique_ptr<JitLayer>> kernels;
@@ -117,7 +112,7 @@ class LayerBench {
             spec, target_, std::map<std::string, std::string>{{"schedule", json}}));
         JitLayer* kernel = kernels.back().get();
         if (correct(
-                where, name, [&in, kernel] { kernel->run(in.args); }, in)) {
+                where, name, [&in, kernel] { kernel->run(in.args); }, in, spec.attention.dtype)) {
           names.push_back(name);
           runs.push_back([&in, kernel] { kernel->run(in.args); });
         }
@@ -128,7 +123,7 @@ class LayerBench {
     OpenBlasLayer blas(spec);
     blas.set_num_threads(options_.threads);
     auto blas_run = [&] { blas.run(in, in.out.data(), shape.batch, shape.len); };
-    if (correct(where, "openblas_layer", blas_run, in)) {
+    if (correct(where, "openblas_layer", blas_run, in, spec.attention.dtype)) {
       names.push_back("openblas_layer");
       runs.push_back(blas_run);
     }
@@ -141,8 +136,9 @@ class LayerBench {
                                         options_.min_time);
       if (!torch.error.empty()) {
         skip(where, "torch_mha", torch.error);
-      } else if (!(torch.max_abs_diff <= kMaxAbsDiff)) {
-        skip(where, "torch_mha", fmt::format("output differs by {:.3g}", torch.max_abs_diff));
+      } else if (auto check = check_output(torch.output, in.expected, spec.attention.dtype);
+                 !check.ok) {
+        skip(where, "torch_mha", "output differs from the naive kernel's: " + check.detail);
       } else {
         add(where, "torch_mha", torch.timing, flops, naive_timing.median_ms);
       }
@@ -169,15 +165,12 @@ class LayerBench {
 
   // Runs once on NaN-filled output and compares with the naive kernel's.
   bool correct(const BenchRow& where, const std::string& impl, const std::function<void()>& run,
-               LayerInputs& in) {
+               LayerInputs& in, DType dtype) {
     std::fill(in.out.begin(), in.out.end(), std::nanf(""));
     run();
-    const double diff = in.max_abs_diff();
-    if (!(diff <= kMaxAbsDiff)) {
-      skip(where, impl, fmt::format("output differs from the naive kernel's by {:.3g}", diff));
-      return false;
-    }
-    return true;
+    const autotune::CheckResult check = check_output(in.out, in.expected, dtype);
+    if (!check.ok) skip(where, impl, "output differs from the naive kernel's: " + check.detail);
+    return check.ok;
   }
 
   void add(BenchRow row, const std::string& impl, const Timing& t, double flops, double naive_ms) {
@@ -199,7 +192,7 @@ class LayerBench {
   Halide::Target target_ = Halide::get_jit_target_from_environment();
   FmaPeak peak_;
   std::map<std::string, std::string> schedules_;
-  std::map<std::string, std::map<std::string, std::string>> tuned_;
+  TunedSchedules tuned_;
   std::string torch_;
   std::vector<BenchRow> rows_;
   std::vector<std::string> skipped_;

@@ -48,8 +48,4 @@ LayerInputs::LayerInputs(const LayerSpec& spec, LayerShape shape, uint32_t seed)
   args.scale = default_scale(spec.head_dim());
 }
 
-double LayerInputs::max_abs_diff() const {
-  return bench::max_abs_diff(out.data(), expected.data(), out.number_of_elements());
-}
-
 }  // namespace attnforge::bench

@@ -25,9 +25,6 @@ struct LayerInputs {
   LayerInputs(const LayerInputs&) = delete;  // args points into the tensors
   LayerInputs& operator=(const LayerInputs&) = delete;
 
-  // Largest |out - expected|; NaN if any output is NaN.
-  double max_abs_diff() const;
-
   Tensor x;      // (d_model, L, B): [B][L][d_model]
   Tensor w_qkv;  // (N, d_model): [d_model][N], N = (H + 2 H_kv) D
   Tensor b_qkv;  // (N)

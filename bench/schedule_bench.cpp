@@ -9,8 +9,8 @@
 #include "autotune/builder.h"
 #include "bench/bench_inputs.h"
 #include "bench/openblas_attention.h"
+#include "bench/output_check.h"
 #include "bench/torch_peer.h"
-#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
@@ -18,8 +18,6 @@ namespace attnforge::bench {
 
 namespace {
 
-// Largest |impl - naive| accepted before an implementation is timed.
-constexpr double kMaxAbsDiff = 1e-3;
 // Turns in which the implementations of a case are timed (timing.h).
 constexpr int kRounds = 4;
 
@@ -159,11 +157,9 @@ void ScheduleBench::build_impls(Case& c) {
   if (options_.presets) {
     for (const std::string& name : schedules::presets_for(target_)) add_jit(name, name);
   }
-  auto tuned = options_.tuned.find(c.where.spec);
-  if (tuned != options_.tuned.end() && !tuned->second.empty()) {
-    auto bucket = tuned->second.find(shape_bucket(c.shape.batch, c.shape.q_len, c.shape.kv_len));
-    add_jit("tuned",
-            bucket != tuned->second.end() ? bucket->second : tuned->second.begin()->second);
+  if (auto tuned = tuned_schedule_for(options_.tuned, c.where.spec, c.shape.batch, c.shape.q_len,
+                                      c.shape.kv_len)) {
+    add_jit("tuned", *tuned);
   }
   if (options_.autoschedulers) {
     const int threads = *std::max_element(options_.threads.begin(), options_.threads.end());
@@ -230,12 +226,11 @@ void ScheduleBench::run_case(Case& c, int threads) {
     try {
       std::fill(c.in->out.begin(), c.in->out.end(), std::numeric_limits<float>::quiet_NaN());
       impl.run();
-      const double diff = c.in->max_abs_diff();
-      if (diff <= kMaxAbsDiff) {
+      const autotune::CheckResult check = check_output(c.in->out, c.in->expected, c.spec.dtype);
+      if (check.ok) {
         timed.push_back(&impl);
       } else {
-        skip(where, std::to_string(threads),
-             fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", diff, kMaxAbsDiff));
+        skip(where, std::to_string(threads), "WRONG: " + check.detail);
       }
     } catch (const std::exception& error) {
       skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
@@ -257,12 +252,13 @@ void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
                                       options_.timing.min_seconds);
   if (!result.error.empty()) {
     skip(where, std::to_string(where.threads), result.error);
-  } else if (!(result.max_abs_diff <= kMaxAbsDiff)) {
-    skip(where, std::to_string(where.threads),
-         fmt::format("WRONG: max |diff| vs naive = {:.3g} > {:g}", result.max_abs_diff,
-                     kMaxAbsDiff));
-  } else {
+    return;
+  }
+  const autotune::CheckResult check = check_output(result.output, c.in->expected, c.spec.dtype);
+  if (check.ok) {
     c.rows.push_back(make_row(where, result.timing, c.flops, naive_ms));
+  } else {
+    skip(where, std::to_string(where.threads), "WRONG: " + check.detail);
   }
 }
 

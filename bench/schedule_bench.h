@@ -15,6 +15,7 @@
 #include "bench/bench_shapes.h"
 #include "bench/fma_peak.h"
 #include "bench/timing.h"
+#include "bench/tuned_schedules.h"
 #include "generators/jit_attention.h"
 
 namespace attnforge::bench {
@@ -24,9 +25,8 @@ struct BenchOptions {
   TimingOptions timing;
   bool quick = false;
   bool presets = true;
-  // spec -> shape bucket -> schedule JSON, timed as "tuned": the schedule of
-  // the case's bucket, else of the spec's first bucket.
-  std::map<std::string, std::map<std::string, std::string>> tuned;
+  // Timed as "tuned" (tuned_schedule_for).
+  TunedSchedules tuned;
   bool autoschedulers = false;     // Halide's x86 autoschedulers at each shape
   std::string torch_python;        // a Python that imports torch; empty: no torch rows
   std::vector<std::string> specs;  // only these specs (empty: specs_for each shape)

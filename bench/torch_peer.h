@@ -1,9 +1,10 @@
 // PyTorch's scaled_dot_product_attention as a peer, run by a Python that has
-// torch (bench/torch_sdpa.py) on the case's own inputs: it is checked against
-// the naive output and timed there, with the same timing rule.
+// torch (bench/torch_sdpa.py) on the case's own inputs and timed there, with
+// the same timing rule; its output comes back for the benchmark's check.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bench/bench_inputs.h"
 #include "bench/timing.h"
@@ -16,8 +17,8 @@ struct LayerInputs;
 
 struct TorchResult {
   Timing timing;
-  double max_abs_diff = 0.0;
-  std::string error;  // set when torch could not run
+  std::vector<float> output;  // as f32, laid out as the benchmark's own output
+  std::string error;          // set when torch could not run
 };
 
 // Whether `python` imports torch (asked once per path).
@@ -28,9 +29,9 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
 
 // The same on a CUDA device with each of `backends` (default, math,
 // efficient, flash, cudnn) in one torch process, f32 or f16 as the spec
-// stores: q, k, v and expected are (B, H, L, D) as f32. One result per backend.
+// stores: q, k and v are (B, H, L, D) as f32. One result per backend.
 struct TorchCudaInputs {
-  const float *q, *k, *v, *expected;
+  const float *q, *k, *v;
   float scale;
 };
 std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,
@@ -39,8 +40,8 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
                                              double min_seconds);
 
 // torch.nn.MultiheadAttention in eval mode (bench/torch_mha.py) on the
-// inputs' self-attention layer, checked against inputs.expected; timed unless
-// min_seconds is negative. Runs MHA with no mask or a causal one only.
+// inputs' self-attention layer; timed unless min_seconds is negative. Runs MHA with no mask or a
+// causal one only.
 TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
                           int threads, const LayerInputs& inputs, double min_seconds);
 

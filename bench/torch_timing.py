@@ -23,10 +23,13 @@ def time_runs(run, min_time, max_runs=50):
     return {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1], "repeats": len(s)}
 
 
-def write_result(directory, timing, max_abs_diff, torch_version, file_name="result.json"):
-    """`file_name` in `directory`: the timing, the largest |out - expected| and torch's version."""
+def write_result(directory, timing, out, torch_version, file_name="result.json"):
+    """`file_name` in `directory`: the timing and torch's version; next to it, with the
+    extension .bin, the output as raw f32 for the benchmark to check as it checks its own."""
+    output = os.path.join(directory, os.path.splitext(file_name)[0] + ".bin")
+    out.detach().float().cpu().contiguous().numpy().tofile(output)
     result = dict(timing)
-    result.update({"max_abs_diff": max_abs_diff, "torch": torch_version})
+    result.update({"torch": torch_version})
     with open(os.path.join(directory, file_name), "w") as f:
         json.dump(result, f)
 

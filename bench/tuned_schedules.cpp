@@ -3,24 +3,27 @@
 #include <Halide.h>
 
 #include "autotune/database.h"
+#include "generators/shape_bucket.h"
 
 namespace attnforge::bench {
 
-std::map<std::string, std::map<std::string, std::string>> tuned_schedules(
-    const std::string& path, const std::string& target) {
-  std::map<std::string, std::map<std::string, std::string>> tuned;
-  std::map<std::pair<std::string, std::string>, double> fastest;
+TunedSchedules tuned_schedules(const std::string& path, const std::string& target) {
+  using autotune::RecordKind;
   const std::string host = target.empty() ? Halide::get_host_target().to_string() : target;
-  const autotune::Database database(path);
-  for (const autotune::Record& r : database.contenders()) {
-    if (r.status != autotune::Status::ok || !r.schedule.is_object() || r.target != host) continue;
-    auto key = std::make_pair(r.spec, r.bucket);
-    auto found = fastest.find(key);
-    if (found != fastest.end() && found->second <= r.ms_median) continue;
-    fastest[key] = r.ms_median;
+  TunedSchedules tuned;
+  for (const autotune::Record& r :
+       autotune::Database(path).winners({host, {RecordKind::preset, RecordKind::tuned}, {}})) {
     tuned[r.spec][r.bucket] = r.schedule.dump();
   }
   return tuned;
+}
+
+std::optional<std::string> tuned_schedule_for(const TunedSchedules& tuned, const std::string& spec,
+                                              int batch, int q_len, int kv_len) {
+  auto buckets = tuned.find(spec);
+  if (buckets == tuned.end() || buckets->second.empty()) return std::nullopt;
+  auto own = buckets->second.find(shape_bucket(batch, q_len, kv_len));
+  return (own != buckets->second.end() ? own : buckets->second.begin())->second;
 }
 
 }  // namespace attnforge::bench

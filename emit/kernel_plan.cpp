@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <optional>
 #include <set>
 
 #include "generators/layer_spec.h"
@@ -16,8 +15,11 @@ namespace attnforge::emit {
 namespace {
 
 using autotune::Record;
-using autotune::Status;
+using autotune::RecordKind;
 using schedules::Schedule;
+
+// What a package can ship: schedules, not the competitors measured beside them.
+const std::set<RecordKind> kShippedKinds = {RecordKind::preset, RecordKind::tuned};
 
 std::string symbol(std::string text) {
   for (char& c : text) {
@@ -39,32 +41,37 @@ std::string first_fitting(std::initializer_list<const char*> presets, const Atte
   return "naive";
 }
 
-// A record tuned on a machine like `target` (same GPU-ness) whose schedule fits it.
-std::optional<Schedule> usable_schedule(const Record& r, const AttentionSpec& spec,
-                                        const EmitTarget& target) {
-  if (r.status != Status::ok || !r.schedule.is_object()) return std::nullopt;
-  if (!Halide::Target::validate_target_string(r.target)) return std::nullopt;
-  if (Halide::Target(r.target).has_feature(Halide::Target::CUDA) != target.cuda) {
-    return std::nullopt;
-  }
+// A winner tuned on a machine like `target` (same GPU-ness) whose schedule fits it.
+bool usable(const Record& r, const AttentionSpec& spec, const EmitTarget& target) {
+  if (!Halide::Target::validate_target_string(r.target)) return false;
+  if (Halide::Target(r.target).has_feature(Halide::Target::CUDA) != target.cuda) return false;
   try {
-    Schedule schedule = Schedule::from_json(r.schedule);
-    if (fits(schedule, spec, target.target)) return schedule;
+    return fits(Schedule::from_json(r.schedule), spec, target.target);
   } catch (const std::exception&) {
+    return false;
   }
-  return std::nullopt;
+}
+
+// A bucket names files: only well-formed ones.
+bool names_a_bucket(const std::string& text) {
+  try {
+    parse_shape_bucket(text);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
 }
 
 }  // namespace
 
-KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<EmitTarget>& targets,
+KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs) {
   KernelPlan result;
   std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
   std::set<std::string> layers;
   for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
-  for (const Record& r : records) {
-    if (r.status != Status::ok || !r.schedule.is_object() || specs.count(r.spec)) continue;
+  for (const Record& r : database.winners({"", kShippedKinds, {}})) {
+    if (specs.count(r.spec)) continue;
     try {
       specs.emplace(r.spec, AttentionSpec::parse(r.spec));
     } catch (const SpecError&) {  // a layer, or a spec this version cannot build
@@ -102,26 +109,21 @@ KernelPlan plan_kernels(const std::vector<Record>& records, const std::vector<Em
                       {0, 16, 0},
                       short_preset,
                       "preset " + short_preset});
-      std::map<std::string, std::pair<const Record*, Schedule>> fastest;  // by bucket
-      for (const Record& r : records) {
-        if (r.spec != text) continue;
-        try {
-          parse_shape_bucket(r.bucket);  // a bucket names files: only well-formed ones
-        } catch (const std::invalid_argument&) {
-          continue;
-        }
-        std::optional<Schedule> schedule = usable_schedule(r, spec, target);
-        if (!schedule) continue;
+      // Of the winners of compatible targets, the fastest per bucket.
+      std::map<std::string, Record> fastest;
+      auto ships = [&text = text, &spec = spec, &target](const Record& r) {
+        return r.spec == text && names_a_bucket(r.bucket) && usable(r, spec, target);
+      };
+      for (const Record& r : database.winners({"", kShippedKinds, ships})) {
         auto it = fastest.find(r.bucket);
-        if (it == fastest.end() || r.ms_median < it->second.first->ms_median) {
-          fastest.insert_or_assign(r.bucket, std::pair{&r, *schedule});
+        if (it == fastest.end() || r.ms_median < it->second.ms_median) {
+          fastest.insert_or_assign(r.bucket, r);
         }
       }
-      for (const auto& [bucket, best] : fastest) {
-        const Record& r = *best.first;
+      for (const auto& [bucket, r] : fastest) {
         plan.push_back(
             {base + symbol(bucket), spec, t, bucket, parse_shape_bucket(bucket),
-             schedules::canonical(best.second).to_json().dump(),
+             schedules::canonical(Schedule::from_json(r.schedule)).to_json().dump(),
              fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy)});
       }
     }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "autotune/record.h"
+#include "autotune/database.h"
 #include "emit_target.h"
 #include "generators/attention_spec.h"
 #include "generators/shape_bucket.h"
@@ -32,10 +32,9 @@ struct KernelPlan {
   std::vector<std::string> skipped;  // (spec, target) pairs no kernel can serve, and why
 };
 
-// records: a tuning database's contenders (Database::contenders); extra_specs:
-// specs to include even with no record.
-KernelPlan plan_kernels(const std::vector<autotune::Record>& records,
-                        const std::vector<EmitTarget>& targets,
+// The tuned kernels are the database's winners (Database::winners) that fit
+// each target; extra_specs: specs to include even with no record.
+KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs);
 
 }  // namespace attnforge::emit

@@ -35,15 +35,12 @@ std::vector<AttentionSpec> parse_specs(const std::string& list) {
 }
 
 int run_emit(const EmitArgs& args) {
-  std::vector<autotune::Record> records;
-  if (!args.db.empty()) {
-    if (!std::filesystem::exists(args.db)) {
-      throw std::invalid_argument("--db: " + args.db + " does not exist");
-    }
-    records = autotune::Database(args.db).contenders();
+  if (!args.db.empty() && !std::filesystem::exists(args.db)) {
+    throw std::invalid_argument("--db: " + args.db + " does not exist");
   }
+  const autotune::Database database(args.db);  // without --db: empty
   std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
-  emit::KernelPlan kernel_plan = emit::plan_kernels(records, targets, parse_specs(args.specs));
+  emit::KernelPlan kernel_plan = emit::plan_kernels(database, targets, parse_specs(args.specs));
   for (const std::string& skipped : kernel_plan.skipped) {
     fmt::print(stderr, "skipped {}\n", skipped);
   }

@@ -19,7 +19,7 @@ using autotune::Status;
 const char* const kAvx2 = "x86-64-linux-avx-avx2-f16c-fma-sse41";
 
 Record record(const std::string& spec, const std::string& bucket, double ms, Status status,
-              int vector_width = 8) {
+              int vector_width = 8, int query_tile = 16) {
   Record r;
   r.spec = spec;
   r.target = kAvx2;
@@ -27,7 +27,7 @@ Record record(const std::string& spec, const std::string& bucket, double ms, Sta
   r.status = status;
   r.ms_median = ms;
   r.schedule = {{"form", "fused"},
-                {"query_tile", 16},
+                {"query_tile", query_tile},
                 {"key_block", 64},
                 {"vector_width", vector_width},
                 {"unroll", 1},
@@ -38,6 +38,13 @@ Record record(const std::string& spec, const std::string& bucket, double ms, Sta
                 {"skip_masked_blocks", true},
                 {"parallel", {"batch", "heads", "query_tiles"}}};
   return r;
+}
+
+// A tuning database in `dir` holding `records`.
+autotune::Database database_of(const testing::TempDir& dir, const std::vector<Record>& records) {
+  autotune::Database db(dir.path() / "tuning.jsonl");
+  db.append(records);
+  return db;
 }
 
 TEST(EmitTargets, AliasesAndHalideTargetsParse) {
@@ -63,14 +70,16 @@ TEST(EmitTargets, UnknownDuplicateAndForeignTargetsAreRefused) {
 
 TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
   const std::string spec = "causal.mha2.d32.f32";
-  std::vector<Record> records = {
-      record(spec, "b1.q64.k64", 2.0, Status::ok),
-      record(spec, "b1.q64.k64", 1.0, Status::ok),
-      record(spec, "b1.q64.k64", 0.5, Status::wrong),     // never ships, however fast
-      record(spec, "b1.q128.k128", 3.0, Status::ok, 16),  // 16 lanes do not fit AVX2
-      record(spec, "../../escape", 0.1, Status::ok),      // not a bucket: ignored
-  };
-  KernelPlan plan = plan_kernels(records, parse_emit_targets("avx2"), {});
+  testing::TempDir dir;
+  const autotune::Database db = database_of(
+      dir, {
+               record(spec, "b1.q64.k64", 2.0, Status::ok),
+               record(spec, "b1.q64.k64", 1.0, Status::ok, 8, 32),
+               record(spec, "b1.q64.k64", 0.5, Status::wrong, 8, 64),  // never ships, however fast
+               record(spec, "b1.q128.k128", 3.0, Status::ok, 16),      // 16 lanes do not fit AVX2
+               record(spec, "../../escape", 0.1, Status::ok),          // not a bucket: ignored
+           });
+  KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
   ASSERT_EQ(plan.kernels.size(), 3u);
   EXPECT_EQ(plan.kernels[0].function, "attnforge_avx2_causal_mha2_d32_f32_generic");
   EXPECT_EQ(plan.kernels[0].schedule, "online_avx2");
@@ -82,8 +91,32 @@ TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
   EXPECT_NE(plan.kernels[2].origin.find("1.000 ms"), std::string::npos) << plan.kernels[2].origin;
 }
 
+// A bucket ships the fastest winner, of any CPU target, that fits the emit
+// target; the competitors measured beside the schedules never ship.
+TEST(KernelPlan, ABucketShipsTheFastestFittingWinnerOfACompatibleTarget) {
+  const std::string spec = "causal.mha2.d32.f32", bucket = "b1.q64.k64";
+  Record naive = record(spec, bucket, 0.1, Status::ok);
+  naive.schedule = "naive";
+  Record wide = record(spec, bucket, 0.5, Status::ok, 16);  // AVX-512's winner: 16 lanes
+  wide.target = "x86-64-linux-avx-avx2-avx512-f16c-fma-sse41";
+  Record gpu = record(spec, bucket, 0.2, Status::ok, 8, 32);
+  gpu.target = "host-cuda-cuda_capability_80";
+  testing::TempDir dir;
+  const autotune::Database db =
+      database_of(dir, {naive, wide, gpu, record(spec, bucket, 1.0, Status::ok, 8, 64)});
+  KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
+  ASSERT_EQ(plan.kernels.size(), 3u);
+  EXPECT_EQ(plan.kernels[2].bucket, bucket);
+  EXPECT_NE(plan.kernels[2].schedule.find("\"query_tile\":64"), std::string::npos)
+      << plan.kernels[2].schedule;
+  plan = plan_kernels(db, parse_emit_targets("avx512"), {});
+  ASSERT_EQ(plan.kernels.size(), 3u);
+  EXPECT_NE(plan.kernels[2].origin.find("0.500 ms"), std::string::npos) << plan.kernels[2].origin;
+}
+
 TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
-  KernelPlan plan = plan_kernels({}, parse_emit_targets("avx2,cuda"),
+  testing::TempDir dir;
+  KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,cuda"),
                                  {AttentionSpec::parse("full.mha2.d32.bf16")});
   ASSERT_EQ(plan.kernels.size(), 2u);  // generic and short-query generic, on AVX2 only
   EXPECT_EQ(plan.kernels[0].bucket, "generic");
@@ -94,8 +127,9 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
 
 TEST(KernelPlan, LayerRecordsAreNamedAsNotShipped) {
   const std::string layer = "self.dm64.causal.mha2.d32.f32";
-  KernelPlan plan =
-      plan_kernels({record(layer, "b1.q64.k64", 1.0, Status::ok)}, parse_emit_targets("avx2"), {});
+  testing::TempDir dir;
+  KernelPlan plan = plan_kernels(database_of(dir, {record(layer, "b1.q64.k64", 1.0, Status::ok)}),
+                                 parse_emit_targets("avx2"), {});
   EXPECT_TRUE(plan.kernels.empty());
   ASSERT_EQ(plan.skipped.size(), 1u);
   EXPECT_EQ(plan.skipped[0].rfind(layer, 0), 0u) << plan.skipped[0];
