@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "generators/attention_spec.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_layer.h"
 #include "record.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::autotune {
 

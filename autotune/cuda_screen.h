@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::autotune {
 

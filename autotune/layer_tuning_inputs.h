@@ -9,8 +9,8 @@
 #include <deque>
 #include <vector>
 
-#include "generators/layer_arguments.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_arguments.h"
+#include "spec/layer_spec.h"
 #include "tuning_inputs.h"
 
 namespace attnforge::autotune {

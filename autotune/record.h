@@ -23,7 +23,7 @@ enum class RecordKind { naive, autoscheduler, preset, tuned };
 struct Record {
   std::string spec;         // canonical spec string
   std::string target;       // full Halide target string
-  std::string bucket;       // shape bucket (generators/shape_bucket.h)
+  std::string bucket;       // shape bucket (spec/shape_bucket.h)
   nlohmann::json schedule;  // canonical schedule JSON, or a name for "naive"/autoschedulers
   Status status = Status::ok;
   double ms_median = 0.0, ms_min = 0.0, ms_max = 0.0;

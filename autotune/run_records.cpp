@@ -1,6 +1,6 @@
 #include "run_records.h"
 
-#include "generators/shape_bucket.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::autotune {
 

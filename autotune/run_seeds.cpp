@@ -1,8 +1,8 @@
 #include "run_seeds.h"
 
-#include "generators/shape_bucket.h"
 #include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::autotune {
 

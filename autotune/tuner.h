@@ -26,9 +26,9 @@
 #include <string>
 
 #include "database.h"
-#include "generators/layer_spec.h"
 #include "runner.h"
 #include "schedules/schedule.h"
+#include "spec/layer_spec.h"
 #include "tuning_inputs.h"
 
 namespace attnforge::autotune {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "generators/attention_spec.h"
-#include "generators/kernel_arguments.h"
+#include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge::autotune {
 

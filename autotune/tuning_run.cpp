@@ -6,10 +6,10 @@
 
 #include "builder.h"
 #include "confirmation.h"
-#include "generators/shape_bucket.h"
 #include "run_records.h"
 #include "run_seeds.h"
 #include "schedules/space.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::autotune {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "bench_shapes.h"
-#include "generators/attention_spec.h"
-#include "generators/kernel_arguments.h"
+#include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge::bench {
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "generators/key_range.h"
+#include "spec/key_range.h"
 
 namespace attnforge::bench {
 

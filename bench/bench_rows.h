@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::bench {
 

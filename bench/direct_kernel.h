@@ -9,7 +9,7 @@
 
 #include "attnforge/attention.h"
 #include "attnforge/kernel_table.h"
-#include "generators/kernel_arguments.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge::bench {
 

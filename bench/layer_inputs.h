@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "generators/layer_arguments.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_arguments.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::bench {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::bench {
 

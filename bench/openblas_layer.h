@@ -9,7 +9,7 @@
 
 #include "bench/layer_inputs.h"
 #include "bench/openblas_attention.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::bench {
 

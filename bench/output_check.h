@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autotune/checker.h"
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::bench {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "generators/key_range.h"
+#include "spec/key_range.h"
 
 namespace attnforge::bench {
 namespace {

@@ -4,7 +4,7 @@
 // rather than set to -inf.
 #pragma once
 
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::bench {
 

@@ -8,8 +8,8 @@
 
 #include "bench/bench_inputs.h"
 #include "bench/timing.h"
-#include "generators/attention_spec.h"
-#include "generators/layer_spec.h"
+#include "spec/attention_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::bench {
 

@@ -3,7 +3,7 @@
 #include <Halide.h>
 
 #include "autotune/database.h"
-#include "generators/shape_bucket.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::bench {
 

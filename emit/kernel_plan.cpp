@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
-#include "generators/layer_spec.h"
-#include "generators/shape_bucket.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
+#include "spec/layer_spec.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::emit {
 

@@ -12,8 +12,8 @@
 
 #include "autotune/database.h"
 #include "emit_target.h"
-#include "generators/attention_spec.h"
-#include "generators/shape_bucket.h"
+#include "spec/attention_spec.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::emit {
 

@@ -8,7 +8,7 @@
 
 #include "autotune/builder.h"
 #include "autotune/runner.h"
-#include "generators/shape_bucket.h"
+#include "spec/shape_bucket.h"
 #include "subprocess.h"
 
 namespace attnforge::emit {

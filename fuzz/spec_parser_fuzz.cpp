@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "generators/attention_spec.h"
-#include "generators/layer_spec.h"
+#include "spec/attention_spec.h"
+#include "spec/layer_spec.h"
 
 namespace {
 

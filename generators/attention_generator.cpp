@@ -1,11 +1,11 @@
-// The one attention Generator. Its GeneratorParams are the fields of an
-// AttentionSpec (or the whole spec as its canonical string in `spec`) plus the
-// schedule to apply. Arguments, in order: q, k, v, [key_lengths], [bias],
-// [alibi_slopes], scale; outputs: out, [weights].
+// The one attention Generator. Its GeneratorParams are the spec as its
+// canonical string (`spec`), the schedule to apply (`schedule`: a preset name,
+// schedule JSON, "naive" or "auto") and the shape autoschedulers plan for.
+// Arguments, in order: q, k, v, [key_lengths], [bias], [alibi_slopes], scale;
+// outputs: out, [weights].
 #include <Halide.h>
 
 #include "attention_inputs.h"
-#include "attention_spec.h"
 #include "attention_terms.h"
 #include "materialized_form.h"
 #include "schedules/apply_cuda.h"
@@ -14,6 +14,7 @@
 #include "schedules/naive_schedule.h"
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge {
 namespace {
@@ -26,29 +27,8 @@ using Halide::GeneratorParam;
 
 class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
  public:
+  // The spec as its canonical string (spec/attention_spec.h).
   GeneratorParam<std::string> spec{"spec", ""};
-  GeneratorParam<PositionMask> mask{"mask",
-                                    PositionMask::none,
-                                    {{"none", PositionMask::none},
-                                     {"causal", PositionMask::causal},
-                                     {"window", PositionMask::window}}};
-  GeneratorParam<Alignment> alignment{
-      "alignment",
-      Alignment::top_left,
-      {{"top_left", Alignment::top_left}, {"bottom_right", Alignment::bottom_right}}};
-  GeneratorParam<int> window_left{"window_left", 0};
-  GeneratorParam<int> window_right{"window_right", 0};
-  GeneratorParam<bool> key_padding{"key_padding", false};
-  GeneratorParam<BiasKind> bias_kind{
-      "bias_kind",
-      BiasKind::none,
-      {{"none", BiasKind::none}, {"tensor", BiasKind::tensor}, {"alibi", BiasKind::alibi}}};
-  GeneratorParam<int> heads{"heads", 1};
-  GeneratorParam<int> kv_heads{"kv_heads", 1};
-  GeneratorParam<int> head_dim{"head_dim", 64};
-  GeneratorParam<DType> dtype{
-      "dtype", DType::f32, {{"f32", DType::f32}, {"f16", DType::f16}, {"bf16", DType::bf16}}};
-  GeneratorParam<bool> return_weights{"return_weights", false};
   GeneratorParam<std::string> schedule{"schedule", "naive"};
   // The shape autoschedulers plan for.
   GeneratorParam<int> estimate_batch{"estimate_batch", 1};
@@ -127,24 +107,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   }
 
   AttentionSpec resolve_spec() const {
-    AttentionSpec fields;
-    fields.mask = mask;
-    fields.alignment = alignment;
-    fields.window_left = window_left;
-    fields.window_right = window_right;
-    fields.key_padding = key_padding;
-    fields.bias = bias_kind;
-    fields.heads = heads;
-    fields.kv_heads = kv_heads;
-    fields.head_dim = head_dim;
-    fields.dtype = dtype;
-    fields.return_weights = return_weights;
     if (std::string(spec).empty()) {
-      fields.validate();
-      return fields;
-    }
-    if (fields != AttentionSpec{}) {
-      throw SpecError("spec", "give either spec=<string> or the individual fields, not both");
+      throw SpecError("spec",
+                      "the Generator needs spec=<canonical spec string>, e.g. "
+                      "spec=causal.gqa32x8.d128.f16");
     }
     return AttentionSpec::parse(std::string(spec));
   }

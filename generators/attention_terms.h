@@ -5,8 +5,8 @@
 #include <Halide.h>
 
 #include "attention_inputs.h"
-#include "attention_spec.h"
-#include "key_range.h"
+#include "spec/attention_spec.h"
+#include "spec/key_range.h"
 
 namespace attnforge {
 

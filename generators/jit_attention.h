@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "attention_spec.h"
 #include "jit_compile.h"
-#include "kernel_arguments.h"
+#include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge {
 

@@ -1,6 +1,6 @@
 #include "jit_compile.h"
 
-#include "kernel_memory.h"
+#include "spec/kernel_memory.h"
 
 namespace attnforge {
 

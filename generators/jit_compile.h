@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernel_arguments.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge {
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "jit_compile.h"
-#include "layer_arguments.h"
-#include "layer_spec.h"
+#include "spec/layer_arguments.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attention_inputs.h"
-#include "layer_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge {
 

@@ -6,11 +6,11 @@
 // [alibi_slopes], scale. Outputs: out, [weights].
 #include <Halide.h>
 
-#include "layer_spec.h"
 #include "schedules/apply_layer_x86.h"
 #include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/schedule_choice.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge {
 namespace {

@@ -8,7 +8,7 @@
 #include <Halide.h>
 
 #include "attention_inputs.h"
-#include "attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge {
 

@@ -4,9 +4,9 @@
 
 #include <Halide.h>
 
-#include "generators/layer_spec.h"
 #include "layer_pipeline.h"
 #include "schedule.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::schedules {
 

@@ -6,8 +6,8 @@
 
 #include <optional>
 
-#include "generators/layer_spec.h"
 #include "schedule.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::schedules {
 

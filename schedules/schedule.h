@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "generators/field_error.h"
+#include "spec/field_error.h"
 
 namespace attnforge::schedules {
 

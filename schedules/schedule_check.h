@@ -7,9 +7,9 @@
 
 #include <optional>
 
-#include "generators/attention_spec.h"
 #include "knob_table.h"
 #include "schedule.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::schedules {
 

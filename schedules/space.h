@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "generators/attention_spec.h"
-#include "generators/layer_spec.h"
 #include "knob_table.h"
 #include "schedule.h"
 #include "schedule_check.h"
+#include "spec/attention_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::schedules {
 

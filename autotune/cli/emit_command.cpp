@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "emit/kernel_plan.h"
 #include "emit/package_writer.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::cli {
 

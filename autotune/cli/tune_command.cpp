@@ -6,8 +6,8 @@
 
 #include "autotune/tuner.h"
 #include "commands.h"
-#include "generators/attention_spec.h"
-#include "generators/layer_spec.h"
+#include "spec/attention_spec.h"
+#include "spec/layer_spec.h"
 #include "tuning_curve.h"
 
 namespace attnforge::cli {

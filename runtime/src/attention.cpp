@@ -7,10 +7,10 @@
 #include "call_validation.h"
 #include "cpu_features.h"
 #include "cuda_driver.h"
-#include "generators/kernel_arguments.h"
 #include "halide_memory.h"
 #include "halide_tensor.h"
 #include "kernel_registry.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge {
 

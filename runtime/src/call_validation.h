@@ -4,7 +4,7 @@
 #pragma once
 
 #include "attnforge/attention.h"
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::runtime {
 

@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "generators/kernel_memory.h"
+#include "spec/kernel_memory.h"
 
 namespace attnforge::runtime {
 

@@ -1,7 +1,7 @@
 #include "halide_tensor.h"
 
 #include "call_validation.h"
-#include "generators/kernel_arguments.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge::runtime {
 

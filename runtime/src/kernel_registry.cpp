@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "generators/shape_bucket.h"
+#include "spec/shape_bucket.h"
 
 namespace attnforge::runtime {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "generators/kernel_arguments.h"
+#include "spec/kernel_arguments.h"
 #include "tests/kernels/cuda_kernel_tables.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/test_names.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "attention_reference.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_spec.h"
 
 namespace attnforge::reference {
 

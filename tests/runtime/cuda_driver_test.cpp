@@ -10,7 +10,7 @@
 
 #include "attnforge/attention.h"
 #include "attnforge/kernel_table.h"
-#include "generators/kernel_arguments.h"
+#include "spec/kernel_arguments.h"
 #include "tests/runtime/tensor_views.h"
 #include "tests/support/attention_case.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "attnforge/attention.h"
-#include "generators/kernel_memory.h"
+#include "spec/kernel_memory.h"
 #include "tensor_views.h"
 
 namespace attnforge::testing {

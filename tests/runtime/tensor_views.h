@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "attnforge/attention.h"
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 #include "tests/support/attention_case.h"
 
 namespace attnforge::testing {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "generators/attention_spec.h"
-#include "generators/kernel_arguments.h"
 #include "host_tensor.h"
+#include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 #include "tests/reference/attention_reference.h"
 
 namespace attnforge::testing {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 namespace attnforge::testing {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "generators/attention_spec.h"
-#include "generators/kernel_arguments.h"
+#include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge::testing {
 
@@ -44,6 +44,5 @@ class HostTensor {
   std::array<halide_dimension_t, 4> dims_{};
   halide_buffer_t buffer_{};
 };
-
 
 }  // namespace attnforge::testing

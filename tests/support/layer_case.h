@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "attention_case.h"
-#include "generators/layer_arguments.h"
-#include "generators/layer_spec.h"
+#include "spec/layer_arguments.h"
+#include "spec/layer_spec.h"
 #include "tests/reference/layer_reference.h"
 
 namespace attnforge::testing {

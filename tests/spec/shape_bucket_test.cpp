@@ -1,4 +1,4 @@
-#include "generators/shape_bucket.h"
+#include "spec/shape_bucket.h"
 
 #include <gtest/gtest.h>
 

@@ -67,9 +67,6 @@ std::string_view to_string(Alignment alignment);
 std::string_view to_string(BiasKind bias);
 std::string_view to_string(DType dtype);
 
-// Bytes per element of a storage type.
-int dtype_bytes(DType dtype);
-
 // The scale used when the caller gives none: 1 / sqrt(head_dim).
 float default_scale(int head_dim);
 

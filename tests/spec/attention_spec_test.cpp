@@ -1,4 +1,4 @@
-#include "generators/attention_spec.h"
+#include "spec/attention_spec.h"
 
 #include <gtest/gtest.h>
 

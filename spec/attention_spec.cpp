@@ -149,10 +149,6 @@ std::string_view to_string(DType dtype) {
   return "?";
 }
 
-int dtype_bytes(DType dtype) {
-  return dtype == DType::f32 ? 4 : 2;
-}
-
 float default_scale(int head_dim) {
   return 1.0f / std::sqrt(static_cast<float>(head_dim));
 }

@@ -1,4 +1,4 @@
-#include "generators/layer_spec.h"
+#include "spec/layer_spec.h"
 
 #include <gtest/gtest.h>
 
