@@ -1,13 +1,13 @@
 #include "bench/torch_peer.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "autotune/temp_dir.h"
 #include "bench/layer_inputs.h"
 #include "emit/subprocess.h"
 
@@ -59,20 +59,15 @@ TorchResult read_result(const fs::path& path) {
   return result;
 }
 
-// Writes `files` to a fresh folder, runs `python script --dir <folder> args...`,
-// reads each of `results` (file names the script writes there) and removes the
-// folder.
+// Writes `files` to a fresh folder, runs `python script --dir <folder> args...`
+// and reads each of `results` (file names the script writes there); the
+// folder goes on every way out.
 std::vector<TorchResult> run_script(const std::string& python, const char* script,
                                     const std::vector<InputFile>& files,
                                     const std::vector<std::string>& args,
                                     const std::vector<std::string>& results = {"result.json"}) {
-  char name[] = "/tmp/attnforge_torch_XXXXXX";
-  if (!::mkdtemp(name)) {
-    TorchResult failed;
-    failed.error = "cannot create a temporary folder";
-    return std::vector<TorchResult>(results.size(), failed);
-  }
-  const fs::path dir = name;
+  const autotune::TempDir folder("attnforge_torch_");
+  const fs::path& dir = folder.path();
   for (const InputFile& file : files) write_floats(dir / file.name, file.data, file.count);
   std::vector<std::string> command = {python, script, "--dir", dir.string()};
   command.insert(command.end(), args.begin(), args.end());
@@ -85,7 +80,6 @@ std::vector<TorchResult> run_script(const std::string& python, const char* scrip
           fmt::format("{} failed (exit {})", fs::path(script).filename().string(), status);
     }
   }
-  fs::remove_all(dir);
   return read;
 }
 

@@ -2,24 +2,26 @@
 // counts the rest as skipped, never crashes, and what it loads round-trips.
 // The rules over loaded records (standing records, generations, contenders)
 // hold on whatever it loads.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "autotune/database.h"
 #include "autotune/summary.h"
+#include "autotune/temp_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace attnforge::autotune;
-  static const std::string path = "/tmp/attnforge_database_fuzz." + std::to_string(getpid());
+  // One folder for the whole run; each input is loaded whole, then removed.
+  static const TempDir folder("attnforge_database_fuzz_");
+  const std::filesystem::path path = folder.path() / "input.jsonl";
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   Database db(path);
-  std::remove(path.c_str());  // loaded whole; no input outlives the fuzzer
+  std::filesystem::remove(path);
   for (const Record& r : db.records()) {
     if (Record::from_json(r.to_json()).key() != r.key()) __builtin_trap();
     const Record* standing = db.standing(r.key());
