@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "autotune/database.h"
-#include "tests/support/temp_dir.h"
+#include "autotune/temp_dir.h"
+#include "tests/support/tuned_record.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -14,13 +15,7 @@ const char* const kAvx512 = "x86-64-linux-avx-avx2-avx512-fma";
 const char* const kBucket = "b1.q2048.k2048";
 
 Record make_record(int query_tile, double ms, Status status = Status::ok) {
-  Record r;
-  r.spec = kSpec;
-  r.target = kAvx2;
-  r.bucket = kBucket;
-  r.schedule = {{"form", "online"}, {"query_tile", query_tile}};
-  r.status = status;
-  r.ms_median = r.ms_min = r.ms_max = ms;
+  Record r = tuned_record(kSpec, kAvx2, kBucket, query_tile, ms, status);
   r.strategy = "evolutionary";
   r.time = "2026-01-01T00:00:00Z";
   return r;
@@ -34,7 +29,7 @@ Record competitor(const std::string& name, double ms) {
 
 class Winners : public ::testing::Test {
  protected:
-  testing::TempDir dir_;
+  autotune::TempDir dir_;
   Database db_{dir_.path() / "tuning.jsonl"};
 };
 

@@ -5,7 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "autotune/database.h"
-#include "tests/support/temp_dir.h"
+#include "autotune/temp_dir.h"
+#include "tests/support/tuned_record.h"
 
 namespace attnforge::bench {
 namespace {
@@ -17,18 +18,11 @@ const char* const kTarget = "x86-64-linux-avx-avx2-fma";
 const char* const kSpec = "full.mha8.d64.f32";
 
 Record record(const std::string& bucket, int query_tile, double ms, Status status = Status::ok) {
-  Record r;
-  r.spec = kSpec;
-  r.target = kTarget;
-  r.bucket = bucket;
-  r.schedule = {{"form", "online"}, {"query_tile", query_tile}};
-  r.status = status;
-  r.ms_median = r.ms_min = r.ms_max = ms;
-  return r;
+  return tuned_record(kSpec, kTarget, bucket, query_tile, ms, status);
 }
 
 TEST(TunedSchedules, TheTargetsWinningSchedulesPerSpecAndBucket) {
-  testing::TempDir dir;
+  autotune::TempDir dir;
   const std::string path = (dir.path() / "tuning.jsonl").string();
   Record naive = record("b1.q512.k512", 0, 0.1);
   naive.schedule = "naive";  // faster, but not a schedule to run as "tuned"

@@ -41,7 +41,7 @@ Record record(const std::string& spec, const std::string& bucket, double ms, Sta
 }
 
 // A tuning database in `dir` holding `records`.
-autotune::Database database_of(const testing::TempDir& dir, const std::vector<Record>& records) {
+autotune::Database database_of(const autotune::TempDir& dir, const std::vector<Record>& records) {
   autotune::Database db(dir.path() / "tuning.jsonl");
   db.append(records);
   return db;
@@ -70,7 +70,7 @@ TEST(EmitTargets, UnknownDuplicateAndForeignTargetsAreRefused) {
 
 TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
   const std::string spec = "causal.mha2.d32.f32";
-  testing::TempDir dir;
+  autotune::TempDir dir;
   const autotune::Database db = database_of(
       dir, {
                record(spec, "b1.q64.k64", 2.0, Status::ok),
@@ -101,7 +101,7 @@ TEST(KernelPlan, ABucketShipsTheFastestFittingWinnerOfACompatibleTarget) {
   wide.target = "x86-64-linux-avx-avx2-avx512-f16c-fma-sse41";
   Record gpu = record(spec, bucket, 0.2, Status::ok, 8, 32);
   gpu.target = "host-cuda-cuda_capability_80";
-  testing::TempDir dir;
+  autotune::TempDir dir;
   const autotune::Database db =
       database_of(dir, {naive, wide, gpu, record(spec, bucket, 1.0, Status::ok, 8, 64)});
   KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
@@ -115,7 +115,7 @@ TEST(KernelPlan, ABucketShipsTheFastestFittingWinnerOfACompatibleTarget) {
 }
 
 TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
-  testing::TempDir dir;
+  autotune::TempDir dir;
   KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,cuda"),
                                  {AttentionSpec::parse("full.mha2.d32.bf16")});
   ASSERT_EQ(plan.kernels.size(), 2u);  // generic and short-query generic, on AVX2 only
@@ -127,7 +127,7 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
 
 TEST(KernelPlan, LayerRecordsAreNamedAsNotShipped) {
   const std::string layer = "self.dm64.causal.mha2.d32.f32";
-  testing::TempDir dir;
+  autotune::TempDir dir;
   KernelPlan plan = plan_kernels(database_of(dir, {record(layer, "b1.q64.k64", 1.0, Status::ok)}),
                                  parse_emit_targets("avx2"), {});
   EXPECT_TRUE(plan.kernels.empty());
