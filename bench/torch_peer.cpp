@@ -7,9 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "autotune/subprocess.h"
 #include "autotune/temp_dir.h"
 #include "bench/layer_inputs.h"
-#include "emit/subprocess.h"
 
 namespace attnforge::bench {
 

@@ -8,8 +8,8 @@
 
 #include "autotune/builder.h"
 #include "autotune/runner.h"
+#include "autotune/subprocess.h"
 #include "spec/shape_bucket.h"
-#include "subprocess.h"
 
 namespace attnforge::emit {
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda_limits.h"
+#include "schedule_check.h"
 
 namespace attnforge::schedules {
 
@@ -346,8 +347,8 @@ void apply_cuda(const Schedule& schedule, AttentionPipeline& pipeline, int head_
     case Form::materialized:
       schedule_materialized(schedule, pipeline, head_dim);
       break;
-    case Form::fused:
-      throw ScheduleError("form", "fused has no CUDA schedule; use online");
+    case Form::fused:  // not among the knob table's CUDA forms: the check names it
+      throw check_legal_values(schedule, TargetKind::gpu, {KnobScope::attention}).value();
   }
 }
 

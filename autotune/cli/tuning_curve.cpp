@@ -1,6 +1,6 @@
 #include "tuning_curve.h"
 
-#include "emit/subprocess.h"
+#include "autotune/subprocess.h"
 
 namespace attnforge::cli {
 

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "autotune/subprocess.h"
 #include "autotune/temp_dir.h"
 #include "emit/emit_target.h"
 #include "emit/kernel_plan.h"
-#include "emit/subprocess.h"
 
 namespace attnforge::emit {
 namespace {
