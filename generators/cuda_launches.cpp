@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "jit_compile.h"
+#include "spec/cuda_register_limit.h"
 
 namespace attnforge {
 
@@ -167,6 +168,10 @@ std::map<std::string, std::pair<int, int>> parse_ptxas_report(const std::string&
   return kernels;
 }
 
+std::string ptxas_register_limit() {
+  return "-maxrregcount=" + std::to_string(kCudaRegisterLimit);
+}
+
 std::vector<CudaKernelResources> cuda_kernel_resources(const std::string& spec,
                                                        const std::string& schedule,
                                                        const Halide::Target& target,
@@ -178,8 +183,8 @@ std::vector<CudaKernelResources> cuda_kernel_resources(const std::string& spec,
   if (ptx.empty()) throw KernelError(spec + ": the module holds no PTX");
   TempFile source(".ptx"), report(".txt");
   std::ofstream(source.path()) << ptx;
-  const std::string command = ptxas + " -arch=" + arch + " -v " + source.path() +
-                              " -o /dev/null >" + report.path() + " 2>&1";
+  const std::string command = ptxas + " -arch=" + arch + " " + ptxas_register_limit() + " -v " +
+                              source.path() + " -o /dev/null >" + report.path() + " 2>&1";
   if (std::system(command.c_str()) != 0) {
     throw KernelError("ptxas rejected " + spec + ": " + read_file(report.path()).substr(0, 500));
   }

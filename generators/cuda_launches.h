@@ -37,10 +37,14 @@ struct CudaKernelResources {
   int spill_bytes = 0;  // spill stores and loads
 };
 
+// ptxas's option for the register limit kernels run with
+// (spec/cuda_register_limit.h): "-maxrregcount=255".
+std::string ptxas_register_limit();
+
 // The launches of `spec` under `schedule`, with the registers and spills
 // ptxas (from the CUDA toolkit: on PATH or in /usr/local/cuda/bin) reports
-// for `arch`. Throws KernelError when it does not compile, or when ptxas is
-// missing or rejects the PTX.
+// for `arch` under the register limit the kernels run with. Throws KernelError when it does not
+// compile, or when ptxas is missing or rejects the PTX.
 std::vector<CudaKernelResources> cuda_kernel_resources(const std::string& spec,
                                                        const std::string& schedule,
                                                        const Halide::Target& target,

@@ -1,5 +1,6 @@
 #include "jit_compile.h"
 
+#include "spec/cuda_register_limit.h"
 #include "spec/kernel_memory.h"
 
 namespace attnforge {
@@ -31,6 +32,8 @@ Halide::Callable compile_generator(const std::string& name, const std::string& s
                                    const Halide::Target& target,
                                    const std::map<std::string, std::string>& params,
                                    const Halide::AutoschedulerParams& autoscheduler) {
+  // Before any module of the process loads: set once, it holds for every run.
+  if (target.has_feature(Halide::Target::CUDA)) use_screened_cuda_register_limit();
   try {
     auto generator =
         Halide::Internal::GeneratorRegistry::create(name, Halide::GeneratorContext(target));

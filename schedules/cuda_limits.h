@@ -4,6 +4,7 @@
 #pragma once
 
 #include "schedule.h"
+#include "spec/cuda_register_limit.h"
 
 namespace attnforge::schedules {
 
@@ -50,7 +51,7 @@ double cuda_occupancy(int threads, int registers, int shared_bytes, const SmLimi
 // opting in to more, and registers per thread.
 constexpr int kCudaMaxThreadsPerBlock = 1024;
 constexpr int kCudaMaxSharedBytes = 48 * 1024;
-constexpr int kCudaMaxRegistersPerThread = 255;
+constexpr int kCudaMaxRegistersPerThread = kCudaRegisterLimit;
 // Accumulators a thread may keep: half its registers, the rest for
 // addresses, operands and the exp of the softmax.
 constexpr int kCudaAccumulatorBudget = 128;

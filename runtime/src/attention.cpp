@@ -10,6 +10,7 @@
 #include "halide_memory.h"
 #include "halide_tensor.h"
 #include "kernel_registry.h"
+#include "spec/cuda_register_limit.h"
 #include "spec/kernel_arguments.h"
 
 namespace attnforge {
@@ -68,6 +69,7 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   if (!status.ok() || call.empty) return status;
   install_error_handler();
   runtime::install_kernel_memory();
+  if (kernel->cuda) use_screened_cuda_register_limit();
 
   const KernelPackage& package = attnforge_kernel_package;
   const int64_t heads = q.shape[1];

@@ -8,6 +8,7 @@
 #include "generators/cuda_launches.h"
 #include "generators/jit_compile.h"
 #include "schedules/presets.h"
+#include "spec/cuda_register_limit.h"
 
 namespace attnforge::autotune {
 namespace {
@@ -35,6 +36,19 @@ TEST(CudaScreen, PassesThePresetAndDiscardsALowOccupancyBlock) {
   const auto why = cuda_screen(spec, thin.to_json().dump(), kCuda);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("occupancy"), std::string::npos) << *why;
+}
+
+// The screen assembles under the limit every process loads its kernels with,
+// not ptxas's default of no limit: a one-warp block at D64 needs more
+// registers than Halide's default cap of 64 and fits under the screened one.
+TEST(CudaScreen, AssemblesUnderTheRegisterLimitKernelsRunWith) {
+  EXPECT_EQ(ptxas_register_limit(), "-maxrregcount=" + std::to_string(kCudaRegisterLimit));
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas";
+  for (const CudaKernelResources& k :
+       cuda_kernel_resources("full.mha8.d64.f32", "online_warp_cuda", kCuda)) {
+    EXPECT_LE(k.registers, kCudaRegisterLimit) << k.launch.kernel;
+    EXPECT_EQ(k.spill_bytes, 0) << k.launch.kernel;
+  }
 }
 
 }  // namespace

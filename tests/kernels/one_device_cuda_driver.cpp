@@ -1,7 +1,8 @@
 // A stand-in CUDA driver with one device that loads kernels and runs none:
 // context, module, memory and launch calls succeed and do nothing. Enough for
 // a kernel's bounds query, and for counting the device allocations of a run
-// (stand_in_device_allocations) without a GPU.
+// (stand_in_device_allocations) and seeing the register limit modules load
+// with (stand_in_module_register_limit) without a GPU.
 #include <cstddef>
 #include <cstdint>
 
@@ -10,6 +11,7 @@ constexpr int kSuccess = 0;
 constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
 int handle_storage;                 // what every context and module handle points at
 int allocations = 0;
+int max_registers = -1;  // CU_JIT_MAX_REGISTERS of the last module load, -1 before one
 uint64_t next_address = uint64_t{1} << 40;  // device addresses handed out, never reused
 }  // namespace
 
@@ -46,7 +48,6 @@ SUCCEEDS(cuLaunchKernel)
 RETURNS_HANDLE(cuCtxCreate_v2)
 RETURNS_HANDLE(cuCtxPopCurrent_v2)
 RETURNS_HANDLE(cuModuleLoadData)
-RETURNS_HANDLE(cuModuleLoadDataEx)
 RETURNS_HANDLE(cuModuleGetFunction)
 FAILS(cuDeviceGetName)
 FAILS(cuDeviceTotalMem_v2)
@@ -81,6 +82,25 @@ extern "C" int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
   *address = next_address;
   next_address += (bytes + 255) / 256 * 256 + 256;
   return kSuccess;
+}
+
+// Records the register limit a module is loaded with (CU_JIT_MAX_REGISTERS,
+// option 0), as the driver would build its kernels under it.
+extern "C" int cuModuleLoadDataEx(void** module, const void*, unsigned options, int* option_keys,
+                                  void** option_values) {
+  constexpr int kJitMaxRegisters = 0;
+  for (unsigned n = 0; n < options; ++n) {
+    if (option_keys[n] == kJitMaxRegisters) {
+      max_registers = static_cast<int>(reinterpret_cast<uintptr_t>(option_values[n]));
+    }
+  }
+  *module = &handle_storage;
+  return kSuccess;
+}
+
+// For tests: the register limit of the last module loaded.
+extern "C" int stand_in_module_register_limit() {
+  return max_registers;
 }
 
 // For tests: the cuMemAlloc calls so far.
