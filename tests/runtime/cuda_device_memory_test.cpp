@@ -4,27 +4,15 @@
 // GPU timings rely on. It runs with a stand-in driver (one device, runs
 // nothing) that counts device allocations; the tensors are device addresses
 // that nothing reads.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstdint>
-#include <initializer_list>
-
-#include "attnforge/attention.h"
+#include "tests/runtime/stand_in_cuda.h"
 
 namespace attnforge {
 namespace {
 
 int device_allocations() {
-  void* driver = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!driver) return -1;
-  auto count = reinterpret_cast<int (*)()>(dlsym(driver, "stand_in_device_allocations"));
-  return count ? count() : -1;
-}
-
-TensorView on_device(uintptr_t address, std::initializer_list<int64_t> shape) {
-  return TensorView::contiguous(reinterpret_cast<void*>(address), ElementType::f32, shape,
-                                Device::cuda);
+  return stand_in_driver_record("stand_in_device_allocations");
 }
 
 TEST(CudaDeviceMemory, ASecondCallAllocatesNoDeviceMemory) {

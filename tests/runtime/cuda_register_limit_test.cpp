@@ -4,30 +4,15 @@
 // CU_JIT_MAX_REGISTERS option Halide's runtime passes when it loads a module.
 #include "spec/cuda_register_limit.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <cstdlib>
-#include <initializer_list>
 #include <string>
 
-#include "attnforge/attention.h"
+#include "tests/runtime/stand_in_cuda.h"
 
 namespace attnforge {
 namespace {
-
-int module_register_limit() {
-  void* driver = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!driver) return -2;
-  auto limit = reinterpret_cast<int (*)()>(dlsym(driver, "stand_in_module_register_limit"));
-  return limit ? limit() : -2;
-}
-
-TensorView on_device(uintptr_t address, std::initializer_list<int64_t> shape) {
-  return TensorView::contiguous(reinterpret_cast<void*>(address), ElementType::f32, shape,
-                                Device::cuda);
-}
 
 TEST(CudaRegisterLimit, KernelsLoadWithTheLimitTheScreensAssembleUnder) {
   // Halide's own default is 64; a value set before attnforge runs is replaced.
@@ -41,7 +26,7 @@ TEST(CudaRegisterLimit, KernelsLoadWithTheLimitTheScreensAssembleUnder) {
   options.weights = &weights;
   Status status = attention(q, k, v, out, options);
   ASSERT_TRUE(status.ok()) << status.message;
-  EXPECT_EQ(module_register_limit(), kCudaRegisterLimit);
+  EXPECT_EQ(stand_in_driver_record("stand_in_module_register_limit"), kCudaRegisterLimit);
   EXPECT_STREQ(std::getenv(kCudaRegisterLimitVariable), std::to_string(kCudaRegisterLimit).c_str());
 }
 
