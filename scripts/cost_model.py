@@ -21,7 +21,8 @@ FEATURES = ["log_launches", "log_waves", "log_loop_warp_instructions",
             "log_straight_warp_instructions", "log_loop_instructions_per_ffma",
             "log_global_stores", "log_global_loads", "log_spill_bytes",
             "log_loop_local", "weighted_occupancy", "loop_bar_fraction",
-            "loop_shared_fraction", "loop_shfl_fraction", "loop_mufu_fraction"]
+            "loop_shared_fraction", "loop_shfl_fraction", "loop_mufu_fraction",
+            "log_loop_trips", "log_max_threads", "hand_log_cycles"]
 
 
 def occupancy(registers, threads, shared):
@@ -57,7 +58,7 @@ def weighted(kernel, where):
     return sum(weight * kernel[f"{where}_{name}"] for name, weight in CLASS_WEIGHTS.items())
 
 
-def features(pipeline):
+def features(pipeline, fma_warp_instructions):
     """name -> value for the ridge model."""
     warp_count = [s["blocks"] * s["warps"] * s["times"] for s in pipeline]
     loop = sum(total(s, "loop") for s in pipeline) or 1
@@ -84,6 +85,11 @@ def features(pipeline):
         "loop_shared_fraction": sum(s["loop_lds"] + s["loop_sts"] for s in pipeline) / loop,
         "loop_shfl_fraction": sum(s["loop_shfl"] for s in pipeline) / loop,
         "loop_mufu_fraction": sum(s["loop_mufu"] for s in pipeline) / loop,
+        # Trips of the FFMA loops per thread if they do exactly the required FMAs.
+        "log_loop_trips": math.log(fma_warp_instructions / max(1, sum(
+            s["blocks"] * s["warps"] * s["times"] * s["loop_ffma"] for s in ffma_kernels))),
+        "log_max_threads": math.log(max(s["threads"] for s in pipeline)),
+        "hand_log_cycles": hand_estimate(pipeline, fma_warp_instructions),
     }
 
 
