@@ -29,6 +29,7 @@
 #include "runner.h"
 #include "schedules/schedule.h"
 #include "spec/layer_spec.h"
+#include "strategies/strategy.h"
 #include "tuning_inputs.h"
 
 namespace attnforge::autotune {
@@ -57,6 +58,8 @@ struct TuneOptions {
   // Simulation: candidates are "measured" by this instead of compiled and run,
   // and no baseline or autoscheduler runs (strategy and kill-safety tests).
   std::function<Outcome(const schedules::Schedule&)> simulate;
+  // The gpu-model strategy's cost model; empty: scripts/gpu-cost-model.
+  CostEstimator cost_model;
 };
 
 struct Progress {

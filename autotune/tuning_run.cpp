@@ -6,6 +6,7 @@
 
 #include "builder.h"
 #include "confirmation.h"
+#include "gpu_cost_estimator.h"
 #include "run_records.h"
 #include "run_seeds.h"
 #include "schedules/space.h"
@@ -61,12 +62,24 @@ void TuningRun::reference() {
 // The strategy replays from its seed: a candidate it proposes that is
 // already recorded is read back, not measured, so a resumed run follows the
 // same path as one never interrupted.
+CostEstimator TuningRun::cost_model() const {
+  if (options_.strategy != "gpu-model") return {};
+  if (!options_.target.has_feature(Halide::Target::CUDA)) {
+    throw std::invalid_argument("strategy 'gpu-model' ranks CUDA schedules; target '" +
+                                options_.target.to_string() + "' has no CUDA");
+  }
+  if (options_.cost_model) return options_.cost_model;
+  return gpu_cost_estimator(
+      spec_key(options_),
+      shape_bucket(options_.shape.batch, options_.shape.q_len, options_.shape.kv_len));
+}
+
 void TuningRun::search() {
   const schedules::ScheduleSpace space =
       options_.layer ? schedules::ScheduleSpace(*options_.layer, options_.target)
                      : schedules::ScheduleSpace(options_.spec, options_.target);
   auto strategy = make_strategy(options_.strategy, space, options_.seed,
-                                run_seeds(options_, database_, space, presets_));
+                                run_seeds(options_, database_, space, presets_), cost_model());
   const size_t max_candidates = options_.max_candidates;
   std::vector<Trial> history;
   update_best();

@@ -48,6 +48,8 @@ class TuningRun {
   void confirm_finalists(const std::vector<std::string>& keys);
   std::vector<Outcome> measure(const std::vector<schedules::Schedule>& batch);
 
+  // The gpu-model strategy's estimator (empty for the other strategies).
+  CostEstimator cost_model() const;
   bool ours(const std::string& record_key) const;
   double seconds_left() const;
   // The time the confirmation will take at the pace measured so far.

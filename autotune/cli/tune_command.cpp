@@ -110,7 +110,9 @@ Action add_tune_command(CLI::App& app) {
   tune->add_option("--shape", args->shape, "B,H,Lq,Lk, e.g. 1,8,2048,2048")->required();
   tune->add_option("--budget", args->budget, "Time budget: 90s, 3m, 1h (default 3m)");
   tune->add_option("--strategy", args->strategy,
-                   "exhaustive, random, evolutionary or model (default evolutionary)");
+                   "exhaustive, random, evolutionary, model, or gpu-model (CUDA targets: "
+                   "candidates ranked by the offline cost model, scripts/gpu-cost-model) "
+                   "(default evolutionary)");
   tune->add_option("--seed", args->seed, "Seed of the strategy (default 1)");
   tune->add_option("--db", args->db, "Tuning database (JSONL), appended to")->required();
   tune->add_option("--threads", args->threads, "Kernel threads (default: all cores)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "cost_model_guided.h"
 #include "evolutionary.h"
 #include "exhaustive.h"
 #include "model_guided.h"
@@ -73,13 +74,18 @@ std::vector<std::string> strategy_names() {
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name,
                                         const schedules::ScheduleSpace& space, uint32_t seed,
-                                        std::vector<Schedule> seeds) {
+                                        std::vector<Schedule> seeds, CostEstimator estimator) {
   if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(space, seed, seeds);
   if (name == "random") return std::make_unique<RandomStrategy>(space, seed, seeds);
   if (name == "evolutionary") return std::make_unique<EvolutionaryStrategy>(space, seed, seeds);
   if (name == "model") return std::make_unique<ModelGuidedStrategy>(space, seed, seeds);
-  throw std::invalid_argument("strategy '" + name +
-                              "' is unknown; expected exhaustive, random, evolutionary or model");
+  if (name == "gpu-model") {
+    if (!estimator) throw std::invalid_argument("strategy 'gpu-model' needs a cost model");
+    return std::make_unique<CostModelStrategy>(space, seed, seeds, std::move(estimator));
+  }
+  throw std::invalid_argument(
+      "strategy '" + name +
+      "' is unknown; expected exhaustive, random, evolutionary, model or gpu-model");
 }
 
 }  // namespace attnforge::autotune

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -79,12 +81,20 @@ class Strategy {
 // The correct trials, fastest first.
 std::vector<Trial> fastest_first(const std::vector<Trial>& history);
 
-// Names: exhaustive, random, evolutionary, model. Throws std::invalid_argument
-// listing them for any other name.
+// Estimated times (ms) of schedules, in their order; nullopt for a schedule
+// that has none.
+using CostEstimator =
+    std::function<std::vector<std::optional<double>>(const std::vector<schedules::Schedule>&)>;
+
+// Names: exhaustive, random, evolutionary, model, and gpu-model, which ranks
+// candidates by `estimator` and needs one. Throws std::invalid_argument
+// listing them for any other name, or for gpu-model without an estimator.
 std::unique_ptr<Strategy> make_strategy(const std::string& name,
                                         const schedules::ScheduleSpace& space, uint32_t seed,
-                                        std::vector<schedules::Schedule> seeds);
+                                        std::vector<schedules::Schedule> seeds,
+                                        CostEstimator estimator = {});
 
+// The strategies that need no estimator.
 std::vector<std::string> strategy_names();
 
 }  // namespace attnforge::autotune

@@ -76,8 +76,9 @@ std::vector<Schedule> presets() {
 }
 
 // Runs a strategy for `budget` measurements in batches; returns the history.
-std::vector<Trial> simulate(const std::string& name, uint32_t seed, int budget) {
-  auto strategy = make_strategy(name, recorded().space(), seed, presets());
+std::vector<Trial> simulate(const std::string& name, uint32_t seed, int budget,
+                            CostEstimator estimator = {}) {
+  auto strategy = make_strategy(name, recorded().space(), seed, presets(), std::move(estimator));
   std::vector<Trial> history;
   while (static_cast<int>(history.size()) < budget) {
     std::vector<Schedule> batch =
@@ -186,6 +187,49 @@ TEST(Strategies, EvolutionRefinesTheBestEarly) {
     evolutionary += best_of(simulate("evolutionary", seed, kBudget));
   }
   EXPECT_LT(evolutionary / kSeeds, recorded().best() * 1.06);
+}
+
+// A cost model that ranks by `score` of the recorded time (nullopt: none).
+CostEstimator model_of(std::function<std::optional<double>(const Schedule&, double)> score) {
+  return [score](const std::vector<Schedule>& schedules) {
+    std::vector<std::optional<double>> estimates;
+    for (const Schedule& s : schedules) estimates.push_back(score(s, recorded().measure(s).ms));
+    return estimates;
+  };
+}
+
+TEST(CostModelStrategy, AGoodModelFindsTheBestInFewMeasurements) {
+  constexpr int kBudget = 40, kSeeds = 5;
+  const CostEstimator exact = model_of([](const Schedule&, double ms) { return ms; });
+  const CostEstimator inverted = model_of([](const Schedule&, double ms) { return -ms; });
+  double guided = 0.0, misguided = 0.0, random = 0.0;
+  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
+    guided += best_of(simulate("gpu-model", seed, kBudget, exact));
+    misguided += best_of(simulate("gpu-model", seed, kBudget, inverted));
+    random += best_of(simulate("random", seed, kBudget));
+  }
+  EXPECT_LT(guided, random);
+  EXPECT_LT(guided, misguided);
+  EXPECT_LT(guided / kSeeds, recorded().best() * 1.05);
+}
+
+TEST(CostModelStrategy, NeverProposesWhatTheModelCannotEstimate) {
+  const CostEstimator online_only = model_of([](const Schedule& s, double ms) {
+    return s.form == schedules::Form::online ? std::optional<double>(ms) : std::nullopt;
+  });
+  auto strategy = make_strategy("gpu-model", recorded().space(), 2, {}, online_only);
+  std::vector<Trial> history;
+  for (int round = 0; round < 4; ++round) {
+    for (const Schedule& s : strategy->propose(history, 8)) {
+      EXPECT_EQ(s.form, schedules::Form::online) << s.to_json().dump();
+      history.push_back(recorded().measure(s));
+    }
+  }
+  EXPECT_EQ(history.size(), 32u);
+}
+
+TEST(CostModelStrategy, NeedsAModel) {
+  EXPECT_THROW(make_strategy("gpu-model", recorded().space(), 1, {}), std::invalid_argument);
 }
 
 TEST(Strategies, UnknownNameListsTheKnownOnes) {

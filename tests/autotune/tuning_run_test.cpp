@@ -73,6 +73,29 @@ TEST(TuningRun, AnotherShardsCandidatesAreLeftToIt) {
 
 // A real run stopped by an exception mid-search: its work folder (in
 // $TMPDIR) is gone all the same.
+// gpu-model ranks by a cost model of CUDA kernels: it refuses other targets,
+// and on a CUDA target the run asks the model before it measures.
+TEST(TuningRun, TheGpuModelStrategyRanksCudaCandidatesByItsModel) {
+  TempDir dir;
+  Database db(dir.path() / "tuning.jsonl");
+  TuneOptions options = simulated_tuning("full.mha8.d64.f32", 12, 4);
+  options.strategy = "gpu-model";
+  try {
+    tune(options, db);
+    FAIL() << "an x86 target was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("CUDA"), std::string::npos) << error.what();
+  }
+  options.target = Halide::Target("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_80");
+  size_t asked = 0;
+  options.cost_model = [&asked](const std::vector<schedules::Schedule>& schedules) {
+    asked += schedules.size();
+    return std::vector<std::optional<double>>(schedules.size(), 1.0);
+  };
+  EXPECT_EQ(tune(options, db).progress.measured, 12);
+  EXPECT_GT(asked, 0u);
+}
+
 TEST(TuningRun, TheWorkFolderIsRemovedWhenTheRunThrows) {
   TempDir tmpdir, dir;
   testing::ScopedEnv redirected("TMPDIR", tmpdir.path().string());
