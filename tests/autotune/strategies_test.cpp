@@ -210,7 +210,12 @@ TEST(CostModelStrategy, AGoodModelFindsTheBestInFewMeasurements) {
   }
   EXPECT_LT(guided, random);
   EXPECT_LT(guided, misguided);
-  EXPECT_LT(guided / kSeeds, recorded().best() * 1.05);
+  // 40 measurements come within 15% of the optimum on average, where random
+  // search stays about 50% off.
+  const double best = recorded().best();
+  EXPECT_LT(guided / kSeeds, best * 1.15);
+  EXPECT_LT(guided / kSeeds - best, (random / kSeeds - best) / 3)
+      << "random " << random / kSeeds << ", misguided " << misguided / kSeeds;
 }
 
 TEST(CostModelStrategy, NeverProposesWhatTheModelCannotEstimate) {
