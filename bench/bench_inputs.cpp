@@ -1,24 +1,68 @@
 #include "bench_inputs.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
+
+#include "spec/half_precision.h"
 
 namespace attnforge::bench {
 
+namespace {
+
+// A copy of `values` in `dtype` (the same buffer for f32).
+Halide::Runtime::Buffer<> in_storage(BenchInputs::Tensor& values, DType dtype) {
+  if (dtype == DType::f32) return values;
+  Halide::Runtime::Buffer<uint16_t> stored(values.dim(0).extent(), values.dim(1).extent(),
+                                           values.dim(2).extent(), values.dim(3).extent());
+  std::transform(values.begin(), values.end(), stored.begin(), [dtype](float x) {
+    return dtype == DType::f16 ? float_to_f16_bits(x) : float_to_bf16_bits(x);
+  });
+  Halide::Runtime::Buffer<> typed = stored;
+  typed.raw_buffer()->type = halide_type_of(dtype);
+  return typed;
+}
+
+}  // namespace
+
 BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t seed)
-    : q(shape.head_dim, shape.q_len, spec.heads, shape.batch),
+    : dtype(spec.dtype),
+      q(shape.head_dim, shape.q_len, spec.heads, shape.batch),
       k(shape.head_dim, shape.kv_len, spec.kv_heads, shape.batch),
       v(shape.head_dim, shape.kv_len, spec.kv_heads, shape.batch),
       out(shape.head_dim, shape.q_len, spec.heads, shape.batch),
       expected(shape.head_dim, shape.q_len, spec.heads, shape.batch) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (Tensor* t : {&q, &k, &v}) std::generate(t->begin(), t->end(), [&] { return uniform(rng); });
-  args.q = q.raw_buffer();
-  args.k = k.raw_buffer();
-  args.v = v.raw_buffer();
-  args.out = out.raw_buffer();
+  for (Tensor* t : {&q, &k, &v}) {
+    std::generate(t->begin(), t->end(),
+                  [&] { return static_cast<float>(round_to_dtype(uniform(rng), dtype)); });
+  }
+  kernel_q = in_storage(q, dtype);
+  kernel_k = in_storage(k, dtype);
+  kernel_v = in_storage(v, dtype);
+  kernel_out = in_storage(out, dtype);
+  args.q = kernel_q.raw_buffer();
+  args.k = kernel_k.raw_buffer();
+  args.v = kernel_v.raw_buffer();
+  args.out = kernel_out.raw_buffer();
   args.scale = default_scale(spec.head_dim);
+}
+
+void BenchInputs::poison_output() {
+  std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+  if (dtype == DType::f32) return;
+  const uint16_t nan = dtype == DType::f16 ? 0x7e00 : 0x7fc0;
+  auto* bits = static_cast<uint16_t*>(kernel_out.data());
+  std::fill(bits, bits + kernel_out.number_of_elements(), nan);
+}
+
+void BenchInputs::read_output() {
+  if (dtype == DType::f32) return;
+  const auto* bits = static_cast<const uint16_t*>(kernel_out.data());
+  std::transform(bits, bits + kernel_out.number_of_elements(), out.begin(), [this](uint16_t b) {
+    return dtype == DType::f16 ? f16_bits_to_float(b) : bf16_bits_to_float(b);
+  });
 }
 
 }  // namespace attnforge::bench

@@ -13,16 +13,27 @@
 namespace attnforge::bench {
 
 // Every tensor is (d, position, head, batch) innermost first: dense (B, H, L, D).
+// The f32 tensors hold values the spec's storage dtype represents exactly, so
+// an f32 peer (OpenBLAS, torch in f32) reads what the kernels read.
 struct BenchInputs {
   using Tensor = Halide::Runtime::Buffer<float>;
 
-  // q, k, v uniform in [-1, 1]; the default scale 1/sqrt(D).
+  // q, k, v uniform in [-1, 1] (rounded to the storage dtype); the default scale 1/sqrt(D).
   BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t seed);
   BenchInputs(const BenchInputs&) = delete;  // args points into the tensors
   BenchInputs& operator=(const BenchInputs&) = delete;
 
+  // NaN in `out` and in the kernels' output, so an output not written fails the check.
+  void poison_output();
+  // The kernels' output, in the storage dtype, into `out` as f32 (for f32 the same tensor).
+  void read_output();
+
+  DType dtype;
   Tensor q, k, v, out, expected;
-  KernelArguments args;  // q, k, v, out and scale, for the JIT kernels
+  // What the Halide kernels read and write: the tensors above for f32, else
+  // copies in the storage dtype.
+  Halide::Runtime::Buffer<> kernel_q, kernel_k, kernel_v, kernel_out;
+  KernelArguments args;  // the kernel tensors and the scale, for the JIT kernels
 };
 
 }  // namespace attnforge::bench

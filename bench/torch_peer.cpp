@@ -96,13 +96,18 @@ bool python_has_torch(const std::string& python) {
 
 // Why torch's SDPA peer cannot run `spec` (empty when it can): it runs
 // unmasked or causal attention, in `dtypes`.
-std::string sdpa_misfit(const AttentionSpec& spec, bool f16_too) {
+// On a GPU the peer runs f32 and f16; on a CPU every storage dtype.
+std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
   if (spec.key_padding || spec.bias != BiasKind::none || spec.mask == PositionMask::window ||
-      spec.return_weights || spec.dtype == DType::bf16 || (spec.dtype == DType::f16 && !f16_too)) {
-    return f16_too ? "the torch peer runs f32 or f16 causal or unmasked attention only"
-                   : "the torch peer runs f32 causal or unmasked attention only";
+      spec.return_weights || (cuda && spec.dtype == DType::bf16)) {
+    return cuda ? "the torch peer runs f32 or f16 causal or unmasked attention only"
+                : "the torch peer runs causal or unmasked attention only";
   }
   return "";
+}
+
+const char* torch_dtype(DType dtype) {
+  return dtype == DType::f32 ? "f32" : dtype == DType::f16 ? "f16" : "bf16";
 }
 
 // The SDPA script's arguments every device shares.
@@ -133,7 +138,8 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
     return InputFile{name, t.data(), t.number_of_elements()};
   };
   std::vector<std::string> args = sdpa_args(spec, shape, inputs.args.scale, min_seconds);
-  args.insert(args.end(), {"--threads", std::to_string(threads)});
+  args.insert(args.end(),
+              {"--threads", std::to_string(threads), "--dtype", torch_dtype(spec.dtype)});
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v)},
                     args, {"result_default.json"})
@@ -156,8 +162,8 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
     joined += (joined.empty() ? "" : ",") + backend;
     results.push_back("result_" + backend + ".json");
   }
-  args.insert(args.end(), {"--device", "cuda", "--backend", joined, "--dtype",
-                           spec.dtype == DType::f16 ? "f16" : "f32"});
+  args.insert(args.end(),
+              {"--device", "cuda", "--backend", joined, "--dtype", torch_dtype(spec.dtype)});
   return run_script(
       python, ATTNFORGE_TORCH_SCRIPT,
       {{"q.bin", inputs.q, q_count}, {"k.bin", inputs.k, kv_count}, {"v.bin", inputs.v, kv_count}},

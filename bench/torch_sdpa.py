@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times torch.nn.functional.scaled_dot_product_attention on inputs written by
 the attnforge benchmarks (raw f32, dense [B, H, L, D]), on the CPU or on a CUDA
-device with one or more SDPA backends in f32 or f16, and writes
+device with one or more SDPA backends in f32, f16 or bf16, and writes
 result_<backend>.json and its output result_<backend>.bin next to them for each
 backend (the JSON holding an "error" where that backend cannot run); the
 benchmark checks the output as it checks its own. Timing: one warm-up, then
@@ -33,11 +33,11 @@ def main():
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--backend", default="default",
                    help="one of %s, or several joined by commas" % ", ".join(BACKENDS))
-    p.add_argument("--dtype", choices=["f32", "f16"], default="f32")
+    p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     b, h, lq, lk, d = (int(x) for x in a.shape.split("x"))
-    dtype = torch.float16 if a.dtype == "f16" else torch.float32
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
 
     def load(name, heads, length):
         data = np.fromfile(os.path.join(a.dir, name), dtype=np.float32)

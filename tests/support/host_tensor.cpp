@@ -3,7 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "half_precision.h"
+#include "spec/half_precision.h"
 
 namespace attnforge::testing {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace attnforge::testing {
+namespace attnforge {
 
 namespace {
 
@@ -72,4 +72,4 @@ double round_to_dtype(double value, DType dtype) {
   return f;
 }
 
-}  // namespace attnforge::testing
+}  // namespace attnforge

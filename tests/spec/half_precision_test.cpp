@@ -1,4 +1,4 @@
-#include "half_precision.h"
+#include "spec/half_precision.h"
 
 #include <gtest/gtest.h>
 
