@@ -199,10 +199,6 @@ KnobRow& KnobRow::formerly(const char* legacy_name) {
   return *this;
 }
 
-int KnobRow::unset() const {
-  return get(Schedule{});
-}
-
 bool KnobRow::ignored(TargetKind kind, Form form) const {
   if (kind == TargetKind::gpu && scope_ == KnobScope::cpu) return true;
   const std::vector<Form>& forms = on(kind).ignored_by;

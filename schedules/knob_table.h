@@ -87,7 +87,7 @@ class KnobRow {
   int get(const Schedule& schedule) const { return get_(schedule); }
   void set(Schedule& schedule, int code) const { set_(schedule, code); }
   // The value of a schedule that does not use the knob: Schedule{}'s.
-  int unset() const;
+  int unset() const { return unset_; }
   // Whether a form on a kind of processor ignores the knob: canonical()
   // unsets it, and check() does not look at it.
   bool ignored(TargetKind kind, Form form) const;
@@ -108,7 +108,7 @@ class KnobRow {
   using Get = int (*)(const Schedule&);
   using Set = void (*)(Schedule&, int);
   KnobRow(const char* name, KnobScope scope, Get get, Set set)
-      : name_(name), scope_(scope), get_(get), set_(set) {}
+      : name_(name), scope_(scope), get_(get), set_(set), unset_(get(Schedule{})) {}
 
   template <auto Member>
   static int get_member(const Schedule& s) {
@@ -137,6 +137,7 @@ class KnobRow {
   KnobScope scope_;
   Get get_;
   Set set_;
+  int unset_;  // read once: canonical() asks for it on every candidate of a search
   KnobEncoding encoding_ = KnobEncoding::integer;
   std::vector<const char*> names_;
   KnobOnTarget cpu_, gpu_;

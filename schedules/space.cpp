@@ -20,24 +20,21 @@ std::vector<Knob> searched_knobs(TargetKind kind, std::initializer_list<KnobScop
   return knobs;
 }
 
-// A cheap identity for deduplicating millions of partial schedules (JSON is slow).
-std::string identity(const Schedule& s) {
-  std::string key;
-  key.reserve(64);
-  for (const KnobRow& row : knob_table()) {
-    key += std::to_string(row.get(s));
-    key += ',';
+using Identity = std::vector<int>;
+
+// A cheap identity for deduplicating millions of partial schedules (JSON is
+// slow): every knob's code, then the raw codes of the enum knobs of `raw`
+// (if given), which canonical() may still change.
+Identity identity(const Schedule& s, const Schedule* raw = nullptr) {
+  Identity key;
+  key.reserve(2 * knob_table().size());
+  for (const KnobRow& row : knob_table()) key.push_back(row.get(s));
+  if (raw) {
+    for (const KnobRow& row : knob_table()) {
+      if (row.encoding() != KnobEncoding::integer) key.push_back(row.get(*raw));
+    }
   }
   return key;
-}
-
-// The raw values of the enum knobs, which canonical() may still change.
-std::string enum_codes(const Schedule& s) {
-  std::string codes = "|";
-  for (const KnobRow& row : knob_table()) {
-    if (row.encoding() != KnobEncoding::integer) codes += std::to_string(row.get(s)) + ',';
-  }
-  return codes;
 }
 
 }  // namespace
@@ -106,7 +103,7 @@ std::vector<Schedule> ScheduleSpace::enumerate() const {
   std::vector<Schedule> partial = {Schedule{}};
   for (const Knob& knob : knobs_) {
     std::vector<Schedule> next;
-    std::set<std::string> distinct;
+    std::set<Identity> distinct;
     for (const Schedule& s : partial) {
       for (int value : knob.values) {
         Schedule c = with_knob(s, knob.name(), value);
@@ -114,13 +111,13 @@ std::vector<Schedule> ScheduleSpace::enumerate() const {
         // same outcome of the knobs still to set), so the product stays
         // small. The enums stay apart: a rule between knobs may still
         // depend on them (key splits in parallel need kv_splits > 1).
-        if (distinct.insert(identity(canonical(c)) + enum_codes(c)).second) next.push_back(c);
+        if (distinct.insert(identity(canonical(c), &c)).second) next.push_back(c);
       }
     }
     partial = std::move(next);
   }
   std::vector<Schedule> all;
-  std::set<std::string> seen;
+  std::set<Identity> seen;
   for (const Schedule& s : partial) {
     Schedule c = canonical(s);
     if (contains(c) && seen.insert(identity(c)).second) all.push_back(c);
