@@ -11,6 +11,7 @@
 #include "schedules/apply_cuda.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
+#include "schedules/cuda_limits.h"
 #include "schedules/naive_schedule.h"
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
@@ -90,6 +91,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (weights_) pipeline.weights = *weights_;
     set_estimates(spec_.head_dim);
     if (get_target().has_gpu_feature()) {
+      align_inputs(schedules::cuda_input_alignment(chosen));
       schedules::apply_cuda(chosen, pipeline, spec_.head_dim);
     } else {
       schedules::apply_x86(chosen, pipeline, spec_.head_dim);
@@ -103,6 +105,20 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = output(vars_.d, vars_.i, vars_.h, vars_.b);
     if (weights_) {
       (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) = weights(vars_.j, vars_.i, vars_.h, vars_.b);
+    }
+  }
+
+  // Kernels that load Q, K and V rows as vectors need each row aligned to
+  // `bytes`: the pointers, and every stride but the head dim's (1), a whole
+  // number of vectors. The kernel checks both (its callers pick another).
+  void align_inputs(int bytes) {
+    if (bytes <= 1) return;
+    const int elements = bytes / storage_type_of(spec_.dtype).bytes();
+    for (auto* input : {q_, k_, v_}) {
+      input->set_host_alignment(bytes);
+      for (int dim = 1; dim < 4; ++dim) {
+        input->dim(dim).set_stride(input->dim(dim).stride() / elements * elements);
+      }
     }
   }
 

@@ -104,6 +104,21 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
 
 namespace {
 
+// One running state's accumulator element d, max and sum.
+struct StateValues {
+  Expr acc, max, sum;
+};
+
+StateValues state_at(const OnlineFuncs& f, const Expr& d, const Expr& ii, const Expr& ks,
+                     const Expr& it, const Expr& h, const Expr& b) {
+  if (f.over_state.defined()) {
+    return {f.state(d, ii, ks, it, h, b), f.state(f.max_at(), ii, ks, it, h, b),
+            f.state(f.sum_at(), ii, ks, it, h, b)};
+  }
+  Halide::FuncRef state = f.state(d, ii, ks, it, h, b);
+  return {state[0], state[1], state[2]};
+}
+
 // The output of the online form: the running state of the tile's only key
 // split, or the states of all splits merged, normalized by the row sum.
 void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const AttentionVars& v,
@@ -112,23 +127,22 @@ void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const Att
   Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
   Expr final_acc, final_max, final_sum;
   if (splits == 1) {
-    Halide::FuncRef state = f.state(v.d, ii, 0, it, v.h, v.b);
-    final_acc = state[0];
-    final_max = state[1];
-    final_sum = state[2];
+    const StateValues state = state_at(f, v.d, ii, 0, it, v.h, v.b);
+    final_acc = state.acc;
+    final_max = state.max;
+    final_sum = state.sum;
   } else {
     // Each split's acc and sum rescaled to the largest split max, then added.
     f.over_splits = RDom(0, splits, "over_splits");
-    const Halide::RVar rs = f.over_splits.x;
-    Halide::FuncRef split = f.state(v.d, t.ii, rs, t.it, v.h, v.b);
+    const StateValues split = state_at(f, v.d, t.ii, f.over_splits.x, t.it, v.h, v.b);
     f.split_max(v.d, t.ii, t.it, v.h, v.b) = kMaskedLogit;
     f.split_max(v.d, t.ii, t.it, v.h, v.b) =
-        Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), Expr(split[1]));
-    Expr weight = softmax_exp(Expr(split[1]), f.split_max(v.d, t.ii, t.it, v.h, v.b));
+        Halide::max(f.split_max(v.d, t.ii, t.it, v.h, v.b), split.max);
+    Expr weight = softmax_exp(split.max, f.split_max(v.d, t.ii, t.it, v.h, v.b));
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {0.0f, 0.0f};
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {
-        f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + Expr(split[0]) * weight,
-        f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + Expr(split[2]) * weight};
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + split.acc * weight,
+        f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + split.sum * weight};
     final_acc = f.merged(v.d, ii, it, v.h, v.b)[0];
     final_max = f.split_max(v.d, ii, it, v.h, v.b);
     final_sum = f.merged(v.d, ii, it, v.h, v.b)[1];
@@ -136,6 +150,19 @@ void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const Att
   f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
       Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
 }
+
+// How one key block changes a running state: the larger max, and acc and sum
+// rescaled to it. One of the two rescale factors is exactly 1, so it takes one exp.
+struct StateUpdate {
+  StateUpdate(const StateValues& old, const Expr& block_max) {
+    Expr shrink = softmax_exp(Halide::min(old.max, block_max), Halide::max(old.max, block_max));
+    Expr keep_old = old.max >= block_max;
+    old_factor = Halide::select(keep_old, 1.0f, shrink);
+    new_factor = Halide::select(keep_old, shrink, 1.0f);
+    max = Halide::max(old.max, block_max);
+  }
+  Expr old_factor, new_factor, max;
+};
 
 }  // namespace
 
@@ -154,16 +181,25 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   // With kv_splits > 1, split ks runs blocks ks * per_split + rb, each into
   // its own state; the states are merged after.
   const Expr per_split = splits == 1 ? blocks : (blocks + splits - 1) / splits;
+  f.head_dim = spec.head_dim;
   f.over_dim = RDom(0, spec.head_dim, "over_dim");
   f.over_block = RDom(0, KB, "over_block");
-  f.over_blocks = RDom(0, per_split, "over_blocks");
-  const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.over_blocks.x;
+  // The state's update runs over the key blocks (and, packed, its elements).
+  RDom update_loops;
+  if (shape.packed_state) {
+    f.over_state = RDom({{0, f.max_at() + 1}, {0, per_split}}, "over_state");
+    update_loops = f.over_state;
+  } else {
+    f.over_blocks = RDom(0, per_split, "over_blocks");
+    update_loops = f.over_blocks;
+  }
+  const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.block_loop();
   const Expr block = splits == 1 ? Expr(rb) : t.ks * per_split + rb;
-  if (splits > 1) f.over_blocks.where(block < blocks);
+  if (splits > 1) update_loops.where(block < blocks);
   if (shape.skip_masked_blocks) {
     Expr block_first = block * KB;
-    f.over_blocks.where(block_first < terms.key_range_end(tile.last, v.b) &&
-                        block_first + KB > terms.key_range_begin(tile.first, v.b));
+    update_loops.where(block_first < terms.key_range_end(tile.last, v.b) &&
+                       block_first + KB > terms.key_range_begin(tile.first, v.b));
   }
   const Expr key = tile.key(j);
 
@@ -186,22 +222,28 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
 
-  // Running state; max and sum are repeated in every head-dim lane so the
-  // update needs no cycle between Funcs. One of the two rescale factors is
-  // exactly 1, so each lane takes one exp.
-  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
-  Expr acc = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[0];
-  Expr run_max = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[1];
-  Expr run_sum = f.state(v.d, t.ii, t.ks, t.it, v.h, v.b)[2];
-  Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);
-  Expr shrink = softmax_exp(Halide::min(run_max, bmax), Halide::max(run_max, bmax));
-  Expr keep_old = run_max >= bmax;
-  Expr old_factor = Halide::select(keep_old, 1.0f, shrink);
-  Expr new_factor = Halide::select(keep_old, shrink, 1.0f);
-  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {
-      acc * old_factor + f.block_pv(v.d, t.ii, block, t.it, v.h, v.b) * new_factor,
-      Halide::max(run_max, bmax),
-      run_sum * old_factor + f.block_sum(t.ii, block, t.it, v.h, v.b) * new_factor};
+  const Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);
+  const Expr bsum = f.block_sum(t.ii, block, t.it, v.h, v.b);
+  if (shape.packed_state) {
+    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) =
+        Halide::select(v.d == f.max_at(), kMaskedLogit, 0.0f);
+    const Halide::RVar re = f.over_state.x;
+    const StateValues old = state_at(f, re, t.ii, t.ks, t.it, v.h, v.b);
+    const StateUpdate next(old, bmax);
+    const Expr bpv = f.block_pv(Halide::min(re, spec.head_dim - 1), t.ii, block, t.it, v.h, v.b);
+    f.state(re, t.ii, t.ks, t.it, v.h, v.b) = Halide::select(
+        re < f.sum_at(), old.acc * next.old_factor + bpv * next.new_factor,  //
+        re == f.sum_at(), old.sum * next.old_factor + bsum * next.new_factor, next.max);
+  } else {
+    // Max and sum are repeated in every head-dim lane, so the update needs no
+    // cycle between Funcs and vectorizes over d.
+    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
+    const StateValues old = state_at(f, v.d, t.ii, t.ks, t.it, v.h, v.b);
+    const StateUpdate next(old, bmax);
+    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {
+        old.acc * next.old_factor + f.block_pv(v.d, t.ii, block, t.it, v.h, v.b) * next.new_factor,
+        next.max, old.sum * next.old_factor + bsum * next.new_factor};
+  }
 
   define_online_output(f, terms, v, t, shape);
   return f;

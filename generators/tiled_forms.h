@@ -29,6 +29,11 @@ struct TileShape {
   int key_block = 64;
   bool skip_masked_blocks = true;  // restrict key loops to blocks a tile can see
   int kv_splits = 1;               // online: key blocks split this many ways, merged after
+  // online: the running state as one Func of head_dim + 2 values per row
+  // (accumulator, then sum, then max) instead of a Tuple that repeats max and
+  // sum for every head-dim element. A thread that owns a whole row then keeps
+  // one max and one sum, and takes one exp per key block.
+  bool packed_state = false;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
@@ -63,11 +68,21 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::Func block_sum{"block_sum"};  // (ii, kb, it, h, b)
   Halide::Func pv_sum{"pv_sum"};        // (d, ii, kb, it, h, b) P.V reduction
   Halide::Func block_pv{"block_pv"};    // (d, ii, kb, it, h, b)
-  Halide::Func state{"state"};          // (d, ii, ks, it, h, b) Tuple(acc, max, sum)
+  // (d, ii, ks, it, h, b) Tuple(acc, max, sum); packed: (e, ii, ks, it, h, b)
+  // with e < head_dim the accumulator, e == sum_at() the sum, e == max_at() the max.
+  Halide::Func state{"state"};
   Halide::Func split_max{"split_max"};  // (d, ii, it, h, b); only with kv_splits > 1
   Halide::Func merged{"merged"};        // (d, ii, it, h, b) Tuple(acc, sum); likewise
   Halide::Func output{"output"};        // (d, i, h, b) storage dtype
   Halide::RDom over_dim, over_block, over_blocks, over_splits;
+  // packed: the update's (e, block) loops; e runs in order, so every element
+  // reads the max before the last one updates it.
+  Halide::RDom over_state;
+  int head_dim = 0;
+  // The state update's loop over key blocks.
+  Halide::RVar block_loop() const { return over_state.defined() ? over_state.y : over_blocks.x; }
+  int sum_at() const { return head_dim; }
+  int max_at() const { return head_dim + 1; }
 };
 
 FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,

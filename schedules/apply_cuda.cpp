@@ -267,6 +267,105 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   }
 }
 
+// The running state, Q row and a key block of a thread's rows, in its
+// registers: every loop over their elements is unrolled, so each access has a
+// constant index. The key block's Funcs live per key block of the state
+// update. Each row is a tile of its own: the rows are the tiles' loop (it).
+void rows_in_registers(const Schedule& s, AttentionPipeline& p, const LoopLevel& thread) {
+  OnlineFuncs& f = p.online;
+  const AttentionVars& v = p.vars;
+  const Var& row = p.tile_vars.it;
+  const Var& jj = p.tile_vars.jj;
+  const RVar re = f.over_state.x, rb = f.over_state.y;
+  const int rows = cuda_threads(s, f.head_dim).rows_per_thread;
+  f.state.compute_at(thread).bound_storage(v.d, f.max_at() + 1).bound_storage(row, rows);
+  f.state.unroll(v.d).unroll(row);
+  f.state.update().reorder(re, row, rb).unroll(re).unroll(row);
+  f.q_tile.compute_at(thread).bound_storage(row, rows).vectorize(v.d, 4).unroll(v.d).unroll(row);
+
+  const LoopLevel per_block(f.state, rb);
+  const RVar rd = f.over_dim.x, rj = f.over_block.x;
+  // q.k four head-dim elements at a time (vector loads of K), the four
+  // partial sums added at the end.
+  RVar rd_outer("rd_outer"), rd_lane("rd_lane");
+  Var lane("lane");
+  f.scores.compute_at(per_block).reorder(jj, row).unroll(jj).unroll(row);
+  f.scores.update().split(rd, rd_outer, rd_lane, 4);
+  Func partial = f.scores.update().rfactor(rd_lane, lane);
+  f.scores.update().reorder(jj, row, rd_lane).unroll(jj).unroll(row).unroll(rd_lane);
+  partial.compute_at(per_block).reorder(lane, jj, row).vectorize(lane).unroll(jj).unroll(row);
+  partial.update().reorder(lane, jj, row, rd_outer).vectorize(lane).unroll(jj).unroll(row);
+  for (Func keys : {f.logits, f.probs}) {
+    keys.compute_at(per_block).reorder(jj, row).unroll(jj).unroll(row);
+  }
+  for (Func stat : {f.block_max, f.block_sum}) {
+    stat.compute_at(per_block).unroll(row);
+    stat.update().reorder(row, rj).unroll(row).unroll(rj);
+  }
+  // P.V per key block, four head-dim elements at a time (vector loads of V).
+  f.pv_sum.compute_at(per_block).reorder(v.d, row).vectorize(v.d, 4).unroll(v.d).unroll(row);
+  f.pv_sum.update().reorder(v.d, row, rj).vectorize(v.d, 4).unroll(v.d).unroll(row).unroll(rj);
+  // Constant sizes, or Halide sizes the last (partial) key block's Funcs at
+  // run time and puts them in global memory.
+  const std::map<std::string, int> sizes = {
+      {row.name(), rows}, {jj.name(), s.key_block}, {v.d.name(), f.head_dim}, {lane.name(), 4}};
+  for (Func func : {f.scores, partial, f.logits, f.probs, f.block_max, f.block_sum, f.pv_sum}) {
+    for (const Var& arg : func.args()) {
+      auto size = sizes.find(arg.name());
+      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
+    }
+  }
+}
+
+// online_rows: a thread per query row (and key split). K and V rows are read
+// by every lane of a warp at one address, which L1 broadcasts: no shared
+// memory and no barriers. With key splits, a first kernel writes each
+// split's state, and a second merges them, a thread per head-dim element.
+void schedule_online_rows(const Schedule& s, AttentionPipeline& p, int head_dim) {
+  OnlineFuncs& f = p.online;
+  const AttentionVars& v = p.vars;
+  const CudaThreads t = cuda_threads(s, head_dim);
+  Func out = p.output;
+  Var it("it_out"), ii("ii_out"), yt("yt"), yc("yc");
+  out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
+  if (s.kv_splits == 1) {
+    out.split(ii, yt, yc, t.rows_per_thread, TailStrategy::GuardWithIf)
+        .reorder(v.d, yc, yt, it, v.h, v.b)
+        .gpu_blocks(it, v.h, v.b)
+        .gpu_threads(yt)
+        .unroll(yc);
+    // Halide 21's PTX backend drops the conversion of a vector f16 store.
+    if (out.type() != Halide::Float(16)) out.vectorize(v.d, 4);
+    out.unroll(v.d);
+    rows_in_registers(s, p, LoopLevel(out, yt));
+    return;
+  }
+  const std::vector<Var> args = f.state.args();  // e, ii, ks, it, h, b
+  Func partial = f.state.in({f.split_max, f.merged});
+  Var kst("kst"), ksb("ksb"), rt("rt"), hb("hb");
+  partial.compute_root()
+      .split(args[2], ksb, kst, t.x, TailStrategy::RoundUp)
+      .split(args[3], rt, yt, s.query_tile, TailStrategy::RoundUp)
+      .split(yt, yt, yc, t.rows_per_thread, TailStrategy::RoundUp)
+      .reorder(args[0], yc, args[1], kst, yt, ksb, rt, args[4], args[5])
+      .fuse(args[4], args[5], hb)
+      .gpu_blocks(ksb, rt, hb)
+      .gpu_threads(kst, yt)
+      .unroll(args[0])
+      .unroll(yc);
+  partial.bound(args[0], 0, f.max_at() + 1).bound(args[1], 0, 1);
+  rows_in_registers(s, p, LoopLevel(partial, kst));
+  // The merge: each thread a chunk of the head dim of every row, over every split.
+  Var dt("dt"), dc("dc");
+  const int chunk = std::max(1, head_dim / (t.x * t.y));
+  out.split(v.d, dt, dc, chunk)
+      .reorder(dc, ii, dt, it, v.h, v.b)
+      .gpu_blocks(it, v.h, v.b)
+      .gpu_threads(dt)
+      .unroll(dc);
+  for (Func merge : {f.split_max, f.merged}) merge.compute_at(out, ii);
+}
+
 // A root stage of the materialized form: blocks of `block_x` x `block_y`
 // elements (and one per head and batch), threads over chunks of each. An
 // intermediate rounds up to whole tiles (the form reads its inputs at clamped
@@ -343,6 +442,9 @@ void apply_cuda(const Schedule& schedule, AttentionPipeline& pipeline, int head_
   switch (schedule.form) {
     case Form::online:
       schedule_online(schedule, pipeline, head_dim);
+      break;
+    case Form::online_rows:
+      schedule_online_rows(schedule, pipeline, head_dim);
       break;
     case Form::materialized:
       schedule_materialized(schedule, pipeline, head_dim);

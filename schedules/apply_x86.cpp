@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "register_tile.h"
+#include "schedule_check.h"
 
 namespace attnforge::schedules {
 
@@ -199,6 +200,8 @@ LoopLevel apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int h
       return schedule_fused(schedule, pipeline, head_dim);
     case Form::online:
       return schedule_online(schedule, pipeline, head_dim);
+    case Form::online_rows:  // not among the knob table's CPU forms: the check names it
+      throw check_legal_values(schedule, TargetKind::cpu, {KnobScope::attention}).value();
   }
   return LoopLevel::root();
 }

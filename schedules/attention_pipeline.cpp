@@ -7,8 +7,11 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   AttentionPipeline p;
   p.form = schedule.form;
   p.inputs = inputs;
-  TileShape shape{schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
-                  schedule.kv_splits};
+  // online_rows: each query row is a tile of its own (query_tile is rows per
+  // GPU block), so a row's state is addressed without a division by the tile.
+  const bool rows = schedule.form == Form::online_rows;
+  TileShape shape{rows ? 1 : schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
+                  schedule.kv_splits, rows};
   switch (schedule.form) {
     case Form::materialized:
       p.materialized = build_materialized(spec, inputs, p.vars);
@@ -20,6 +23,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
       p.output = p.fused.output;
       break;
     case Form::online:
+    case Form::online_rows:
       p.online = build_online(spec, inputs, p.vars, p.tile_vars, shape);
       p.output = p.online.output;
       break;

@@ -9,14 +9,23 @@ CudaThreads cuda_threads(const Schedule& s, int head_dim) {
   t.x = s.gpu_threads_x;
   t.y = s.gpu_threads_y;
   if (t.x <= 0 || t.y <= 0) return t;
+  t.rows_per_thread = s.query_tile / t.y;
+  if (s.form == Form::online_rows) {  // x runs over key splits: a thread has whole rows
+    t.dims_per_thread = head_dim;
+    t.keys_per_thread = s.key_block;
+    return t;
+  }
   t.dims_per_thread = head_dim / t.x;
   t.keys_per_thread = s.key_block / t.x;
-  t.rows_per_thread = s.query_tile / t.y;
   return t;
 }
 
 bool cuda_warp_block(const Schedule& s) {
   return s.form == Form::online && s.gpu_threads_x == kCudaWarp && s.gpu_threads_y == 1;
+}
+
+int cuda_input_alignment(const Schedule& s) {
+  return s.form == Form::online_rows ? kCudaVectorBytes : 1;
 }
 
 int cuda_shared_row_pad(const Schedule& s) {
@@ -43,7 +52,8 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
       floats = 4 * rows * head_dim + 2 * rows * keys + 2 * rows + 2 * rows * s.gpu_threads_x;
       if (s.gpu_stage_kv) floats += 2 * head_dim * keys;
       break;
-    case Form::fused:  // no CUDA schedule
+    case Form::online_rows:  // registers and L1 only
+    case Form::fused:        // no CUDA schedule
       break;
     case Form::materialized:
       // Every stage reads and writes global memory; q.k may stage its K and
@@ -55,8 +65,12 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 }
 
 int cuda_register_values(const Schedule& s, int head_dim) {
-  // The larger of a thread's q.k and P.V accumulator chunks.
   const CudaThreads t = cuda_threads(s, head_dim);
+  if (s.form == Form::online_rows) {
+    // Per row: its Q, its packed state (head_dim + 2) and a key block's logits.
+    return t.rows_per_thread * (2 * head_dim + 2 + s.key_block);
+  }
+  // The larger of a thread's q.k and P.V accumulator chunks.
   const int chunk = t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);
   // A warp block's lanes also hold their slice of the (acc, max, sum) state.
   return cuda_warp_block(s) ? chunk + 3 * t.rows_per_thread * t.dims_per_thread : chunk;

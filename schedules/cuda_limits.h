@@ -24,6 +24,11 @@ CudaThreads cuda_threads(const Schedule& schedule, int head_dim);
 bool cuda_warp_block(const Schedule& schedule);
 constexpr int kCudaWarp = 32;
 
+// The alignment in bytes a kernel needs of its Q, K and V rows (pointers and
+// strides), 1 for none: online_rows loads them as 16-byte vectors.
+int cuda_input_alignment(const Schedule& schedule);
+constexpr int kCudaVectorBytes = 16;
+
 // Floats the rows of a one-warp block's shared tiles are padded by (0 otherwise).
 int cuda_shared_row_pad(const Schedule& schedule);
 
@@ -55,6 +60,13 @@ constexpr int kCudaMaxRegistersPerThread = kCudaRegisterLimit;
 // Accumulators a thread may keep: half its registers, the rest for
 // addresses, operands and the exp of the softmax.
 constexpr int kCudaAccumulatorBudget = 128;
+// online_rows keeps all of a row in registers: its Q and state as well.
+constexpr int kCudaRowBudget = 192;
+// Key splits of the forms that keep their state in shared memory or lanes:
+// online_rows splits much further (decoding), a thread per split.
+constexpr int kCudaBlockStateSplits = 8;
+// Threads along the head dim and keys of the forms that share rows between threads.
+constexpr int kCudaMinLaneThreads = 4;
 // Floats each position-major staged row is padded by (bank-conflict-free copies).
 constexpr int kCudaStagedRowPad = 4;
 

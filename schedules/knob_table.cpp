@@ -45,9 +45,9 @@ void add_enum_rows(std::vector<KnobRow>& rows) {
   using F = Form;
   using P = ParallelLoop;
   rows.push_back(KnobRow::of<&Schedule::form>("form", Scope::attention)
-                     .encoded_as(Encoding::name, {"materialized", "fused", "online"})
+                     .encoded_as(Encoding::name, {"materialized", "fused", "online", "online_rows"})
                      .on_cpu({{code(F::online), code(F::fused), code(F::materialized)}})
-                     .on_gpu({{code(F::online), code(F::materialized)}})
+                     .on_gpu({{code(F::online), code(F::materialized), code(F::online_rows)}})
                      .seen_by_model_as(Feature::one_hot));
   rows.push_back(
       KnobRow::of<&Schedule::parallel>("parallel", Scope::cpu)
@@ -83,7 +83,7 @@ void add_tile_rows(std::vector<KnobRow>& rows) {
                      .on_cpu(tiled({1, 2, 3}, between(1, 4))));
   rows.push_back(KnobRow::of<&Schedule::kv_splits>("kv_splits", Scope::attention)
                      .on_cpu({{1, 2, 4}, powers_of_two(1, 8), materialized_only()})
-                     .on_gpu({{1, 2, 4, 8}, powers_of_two(1, 8), materialized_only()}));
+                     .on_gpu({{1, 2, 4, 8, 32, 128}, powers_of_two(1, 1024), materialized_only()}));
   rows.push_back(KnobRow::of<&Schedule::pv_rows>("pv_rows", Scope::cpu)
                      .on_cpu(tiled({0, 2, 4, 8}, between(0, 8)))
                      .omitted_when_unset());
@@ -114,13 +114,13 @@ void add_layer_rows(std::vector<KnobRow>& rows) {
 // A CUDA block's threads and its shared-memory staging.
 void add_gpu_rows(std::vector<KnobRow>& rows) {
   rows.push_back(KnobRow::of<&Schedule::gpu_threads_x>("gpu_threads_x", Scope::gpu)
-                     .on_gpu({{4, 8, 16, 32}, powers_of_two(1, 32)})
+                     .on_gpu({{1, 4, 8, 16, 32}, powers_of_two(1, 32)})
                      .omitted_when_unset());
   rows.push_back(KnobRow::of<&Schedule::gpu_threads_y>("gpu_threads_y", Scope::gpu)
                      .on_gpu({{1, 2, 4, 8, 16, 32}, powers_of_two(1, 64)})
                      .omitted_when_unset());
   rows.push_back(KnobRow::of<&Schedule::gpu_stage_kv>("gpu_stage_kv", Scope::gpu)
-                     .on_gpu({{0, 1}, between(0, 1)})
+                     .on_gpu({{0, 1}, between(0, 1), {Form::online_rows}})
                      .omitted_when_unset());
 }
 

@@ -17,7 +17,9 @@ namespace attnforge::schedules {
 // materialized: scores, row max, exp-sum and output over the whole Lq x Lk matrix.
 // fused: per query tile, a pass over keys for the row max, then exp-sum and P.V.
 // online: per query tile, flash style: running max, sum and rescaled accumulator per key block.
-enum class Form { materialized, fused, online };
+// online_rows (CUDA): online with one query row per thread, its whole running
+// state in that thread's registers (packed: one max and sum per row).
+enum class Form { materialized, fused, online, online_rows };
 
 // Loops that may run in parallel (outermost first when several are fused).
 enum class ParallelLoop { batch, heads, query_tiles, kv_splits };

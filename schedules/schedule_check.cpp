@@ -51,10 +51,27 @@ std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Targe
 std::optional<ScheduleError> check_shared(const Schedule& s, const AttentionSpec& spec) {
   ATTNFORGE_REQUIRE(s.form == Form::materialized || !spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
-  ATTNFORGE_REQUIRE(s.kv_splits == 1 || s.form == Form::online, "kv_splits",
-                    "{} splits need the online form, not {}", s.kv_splits, to_string(s.form));
+  ATTNFORGE_REQUIRE(s.kv_splits == 1 || s.form == Form::online || s.form == Form::online_rows,
+                    "kv_splits", "{} splits need an online form, not {}", s.kv_splits,
+                    to_string(s.form));
   ATTNFORGE_REQUIRE(s.kv_splits > 1 || !runs_in_parallel(s, ParallelLoop::kv_splits), "parallel",
                     "'kv_splits' can run in parallel only with kv_splits > 1");
+  return std::nullopt;
+}
+
+// online_rows: threads along key splits (x) and query rows (y), every row
+// whole in its thread's registers.
+std::optional<ScheduleError> check_cuda_rows(const Schedule& s, const AttentionSpec& spec) {
+  ATTNFORGE_REQUIRE(s.kv_splits % s.gpu_threads_x == 0, "gpu_threads_x",
+                    "{} threads along key splits must divide kv_splits ({})", s.gpu_threads_x,
+                    s.kv_splits);
+  const int values = cuda_register_values(s, spec.head_dim);
+  const int rows = s.query_tile / s.gpu_threads_y;
+  ATTNFORGE_REQUIRE(values <= kCudaRowBudget, rows > 1 ? "gpu_threads_y" : "form",
+                    "online_rows keeps {} row(s) of head_dim {} and {} keys in each thread's "
+                    "registers ({} values); at most {} fit in {}",
+                    rows, spec.head_dim, s.key_block, values, kCudaRowBudget,
+                    kCudaMaxRegistersPerThread);
   return std::nullopt;
 }
 
@@ -64,10 +81,21 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
   ATTNFORGE_REQUIRE(x * y >= 32 && x * y <= kCudaMaxThreadsPerBlock, "gpu_threads_y",
                     "{} x {} threads per block; expected at least a warp (32) and at most {}", x, y,
                     kCudaMaxThreadsPerBlock);
-  ATTNFORGE_REQUIRE(spec.head_dim % x == 0, "gpu_threads_x",
-                    "head_dim {} is not a multiple of {} threads", spec.head_dim, x);
   ATTNFORGE_REQUIRE(s.query_tile >= y && s.query_tile % y == 0, "query_tile",
                     "{} must be a multiple of gpu_threads_y ({})", s.query_tile, y);
+  if (s.form == Form::online_rows) return check_cuda_rows(s, spec);
+  ATTNFORGE_REQUIRE(s.kv_splits <= kCudaBlockStateSplits, "kv_splits",
+                    "{}; a block-level running state takes at most {} splits (online_rows "
+                    "takes more)",
+                    s.kv_splits, kCudaBlockStateSplits);
+  // A thread's chunk of the head dim or a key block is one vector: OpenCL C
+  // has none wider than 16.
+  ATTNFORGE_REQUIRE(x >= kCudaMinLaneThreads, "gpu_threads_x",
+                    "{}; {} takes at least {} threads along the head dim and keys (1 is for "
+                    "online_rows)",
+                    x, to_string(s.form), kCudaMinLaneThreads);
+  ATTNFORGE_REQUIRE(spec.head_dim % x == 0, "gpu_threads_x",
+                    "head_dim {} is not a multiple of {} threads", spec.head_dim, x);
   ATTNFORGE_REQUIRE(s.key_block >= x && s.key_block % x == 0, "key_block",
                     "{} must be a multiple of gpu_threads_x ({})", s.key_block, x);
   if (cuda_warp_block(s)) {

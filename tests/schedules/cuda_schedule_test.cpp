@@ -25,14 +25,18 @@ TEST(CudaSchedule, PresetsFitEveryHeadDimUpTo128) {
   for (const std::string& name : presets_for(kCuda)) {
     for (const char* spec : {"full.mha8.d64.f32", "causal.gqa8x2.d128.f16",
                              "window8_8.mha2.d32.f32", "window8_8.kpad.mha2.d32.f32"}) {
-      // One-warp blocks have no key padding: Halide fails to lower it.
-      const bool warp = cuda_warp_block(load_preset(name));
+      // One-warp blocks have no key padding: Halide fails to lower it. A
+      // thread's registers hold a row of head dim 64 at most.
+      const Schedule s = load_preset(name);
       const bool kpad = AttentionSpec::parse(spec).key_padding;
-      EXPECT_EQ(misfit(load_preset(name), spec), warp && kpad ? "key_padding" : "(fits)")
-          << name << " " << spec;
+      const bool d128 = AttentionSpec::parse(spec).head_dim == 128;
+      const char* expected = cuda_warp_block(s) && kpad            ? "key_padding"
+                             : s.form == Form::online_rows && d128 ? "form"
+                                                                   : "(fits)";
+      EXPECT_EQ(misfit(s, spec), expected) << name << " " << spec;
     }
   }
-  EXPECT_EQ(presets_for(kCuda).size(), 4u);
+  EXPECT_EQ(presets_for(kCuda).size(), 6u);
 }
 
 TEST(CudaSchedule, MisfitsNameTheKnob) {
@@ -132,7 +136,12 @@ TEST(CudaSchedule, LaunchesMatchTheChecks) {
         EXPECT_LE(*launch.shared_bytes, cuda_shared_bytes(s, head_dim)) << launch.kernel;
         EXPECT_LE(*launch.shared_bytes, kCudaMaxSharedBytes) << launch.kernel;
       }
-      if (s.form == Form::online && s.kv_splits > 1) {
+      if (s.form == Form::online_rows) {
+        // Registers and L1 only; with key splits, the splits' states and their merge.
+        ASSERT_EQ(launches.size(), s.kv_splits > 1 ? 2u : 1u);
+        EXPECT_EQ(launches[0].threads, s.gpu_threads_x * s.gpu_threads_y);
+        EXPECT_EQ(*launches[0].shared_bytes, 0);
+      } else if (s.form == Form::online && s.kv_splits > 1) {
         ASSERT_EQ(launches.size(), 2u);  // the splits' states, then their merge
       } else if (s.form == Form::online) {
         ASSERT_EQ(launches.size(), 1u);  // one fused kernel
@@ -191,12 +200,15 @@ TEST(CudaOccupancy, TakesTheTightestLimit) {
   EXPECT_DOUBLE_EQ(cuda_occupancy(4096, 32, 0), 0.0);
 }
 
-// The presets as ptxas assembles them (skipped without the CUDA toolkit).
+// The presets as ptxas assembles them (skipped without the CUDA toolkit), at
+// the largest head dim each takes.
 TEST(CudaLaunches, PresetsAssembleWithoutSpills) {
   for (const std::string& name : presets_for(kCuda)) {
+    std::string spec = "causal.gqa8x2.d128.f16";
+    if (misfit(load_preset(name), spec) == "form") spec = "causal.gqa8x2.d64.f16";
     std::vector<CudaKernelResources> kernels;
     try {
-      kernels = cuda_kernel_resources("causal.gqa8x2.d128.f16", name, kCuda);
+      kernels = cuda_kernel_resources(spec, name, kCuda);
     } catch (const KernelError& error) {
       if (std::string(error.what()).find("ptxas not found") != std::string::npos) {
         GTEST_SKIP() << error.what();
