@@ -9,6 +9,8 @@
 #include "autotune/builder.h"
 #include "autotune/runner.h"
 #include "autotune/subprocess.h"
+#include "schedules/cuda_limits.h"
+#include "schedules/schedule_choice.h"
 #include "spec/shape_bucket.h"
 
 namespace attnforge::emit {
@@ -33,6 +35,12 @@ void write_text(const fs::path& path, const std::string& text) {
 
 void run(const std::vector<std::string>& argv, const std::string& what) {
   if (run_program(argv) != 0) throw std::runtime_error(what + " failed: " + argv[0]);
+}
+
+// What the kernel table tells the runtime of a kernel's inputs' alignment.
+int input_alignment(const PlannedKernel& k, const EmitTarget& target) {
+  if (!target.cuda || k.schedule == "naive") return 1;
+  return schedules::cuda_input_alignment(schedules::resolve_schedule(k.schedule));
 }
 
 std::string read_text(const fs::path& path) {
@@ -118,9 +126,9 @@ std::string kernel_table_source(const std::vector<PlannedKernel>& plan,
     const EmitTarget& t = targets[k.target];
     const ShapeBucket& b = k.shape;
     text += fmt::format(
-        "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}}},\n",
+        "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}, {9}}},\n",
         k.function, k.spec.to_string(), t.target.to_string(), t.cpu_features, t.cuda ? 1 : 0,
-        b.batch, b.q_len, b.kv_len, t.rank);
+        b.batch, b.q_len, b.kv_len, t.rank, input_alignment(k, t));
   }
   text += "};\n\n";
   if (cuda) {

@@ -239,6 +239,19 @@ Status check_options(const AttentionOptions& o, const TensorView& q, const Valid
   return Status::success();
 }
 
+// See ValidatedCall::row_alignment. Strides are [B, H, L, D], outermost first.
+int row_alignment(std::initializer_list<const TensorView*> tensors) {
+  constexpr uint64_t kMost = 256;
+  uint64_t offsets = kMost;
+  for (const TensorView* t : tensors) {
+    offsets |= reinterpret_cast<uintptr_t>(t->data);
+    for (int dim = 0; dim < 3; ++dim) {
+      offsets |= static_cast<uint64_t>(t->strides[dim] * element_bytes(t->type));
+    }
+  }
+  return static_cast<int>(offsets & (~offsets + 1));  // the lowest bit set
+}
+
 }  // namespace
 
 DType storage_type(ElementType type) {
@@ -277,6 +290,7 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->kv_len = static_cast<int>(lk);
   call->device = q.device;
   call->empty = b == 0 || lq == 0;
+  call->row_alignment = row_alignment({&q, &k, &v});
   ATTNFORGE_CHECK(check_options(options, q, *call, h));
   const AttentionOptions& o = options;
   // Inputs, then weights, which out must not overlap either.

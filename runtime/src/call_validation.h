@@ -14,6 +14,9 @@ struct ValidatedCall {
   float scale = 0.0f;
   Device device = Device::cpu;
   bool empty = false;  // B == 0 or Lq == 0: nothing to compute
+  // The largest power of two (up to 256) in bytes that every row of q, k and
+  // v starts at a multiple of: their pointers and B, H and L strides.
+  int row_alignment = 1;
 };
 
 // The spec's storage type of a float element type (i32 is not one).

@@ -68,6 +68,7 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
   const int q_len = length_bucket(std::max(call.q_len, 1));
   const int kv_len = length_bucket(std::max(call.kv_len, 1));
   bool same_spec = false, same_device = false;
+  int alignment_needed = 0;  // of the kernels the call's rows are too unaligned for
   const KernelEntry* best = nullptr;
   double best_score = -1.0;
   for (const RegisteredKernel& k : registered_kernels()) {
@@ -76,6 +77,10 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
     if ((k.entry->cuda != 0) != cuda) continue;
     same_device = true;
     if (!cuda && (k.entry->cpu_features & ~cpu_features) != 0) continue;
+    if (k.entry->input_alignment > call.row_alignment) {
+      alignment_needed = std::max(alignment_needed, k.entry->input_alignment);
+      continue;
+    }
     const double fit = bucket_score(*k.entry, batch, q_len, kv_len);
     const double score = fit * 1000.0 + k.entry->rank;
     if (fit >= 0.0 && score > best_score) {
@@ -98,6 +103,11 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
   } else if (!same_device) {
     *status = {ErrorCode::no_kernel,
                fmt::format("the package has no {} kernel for {}", cuda ? "CUDA" : "CPU", spec)};
+  } else if (!best && alignment_needed > 0) {
+    *status = {ErrorCode::no_kernel,
+               fmt::format("q, k, v: the {} kernels for {} need rows aligned to {} bytes (the "
+                           "pointers and the B, H and L strides); these are aligned to {}",
+                           cuda ? "CUDA" : "CPU", spec, alignment_needed, call.row_alignment)};
   } else if (!best) {
     *status = {ErrorCode::no_kernel,
                fmt::format("every CPU kernel for {} needs instructions this CPU lacks", spec)};

@@ -8,6 +8,8 @@
 #include "attnforge_materialized_cuda_table.h"
 #include "attnforge_naive_cuda_table.h"
 #include "attnforge_online_cuda_table.h"
+#include "attnforge_online_rows_cuda_table.h"
+#include "attnforge_online_rows_split_cuda_table.h"
 #include "attnforge_online_split_cuda_table.h"
 #include "attnforge_online_warp_cuda_table.h"
 
@@ -36,6 +38,8 @@ inline std::vector<CudaKernel> all_cuda_kernels() {
   add_table(all, "online_split", attnforge_online_split_cuda_table);
   add_table(all, "online_warp", attnforge_online_warp_cuda_table);
   add_table(all, "materialized", attnforge_materialized_cuda_table);
+  add_table(all, "online_rows", attnforge_online_rows_cuda_table);
+  add_table(all, "online_rows_split", attnforge_online_rows_split_cuda_table);
   return all;
 }
 

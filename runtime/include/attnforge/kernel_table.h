@@ -36,6 +36,9 @@ struct KernelEntry {
   int bucket_q_len;
   int bucket_kv_len;
   int rank;  // among kernels for the same call, higher wins
+  // Bytes every row of Q, K and V must be aligned to: the pointers and the
+  // B, H and L strides (1: any). A call that is not aligned gets another kernel.
+  int input_alignment;
 };
 
 struct KernelPackage {
