@@ -169,6 +169,14 @@ void register_chunk(Func product, Func consumer, const Var& thread_x, const Var&
   }
 }
 
+// Bounds every dim of `func`'s storage: the size `sizes` gives its name, else 1.
+void bound_storage_by_name(Func func, const std::map<std::string, int>& sizes) {
+  for (const Var& arg : func.args()) {
+    auto size = sizes.find(arg.name());
+    func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
+  }
+}
+
 // Constant sizes for the online form's block-level Funcs: masks make the
 // regions a block needs depend on the block, and a launch must not loop over
 // every block to size its shared memory. In a one-warp block, lanes write the
@@ -178,12 +186,8 @@ void bound_block_storage(const Schedule& s, AttentionPipeline& p, int head_dim) 
   OnlineFuncs& f = p.online;
   const TileVars& tv = p.tile_vars;
   auto bound_storage = [&](Func func, int rows) {
-    const std::map<std::string, int> sizes = {
-        {tv.ii.name(), rows}, {tv.jj.name(), s.key_block}, {p.vars.d.name(), head_dim}};
-    for (const Var& arg : func.args()) {
-      auto size = sizes.find(arg.name());
-      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
-    }
+    bound_storage_by_name(
+        func, {{tv.ii.name(), rows}, {tv.jj.name(), s.key_block}, {p.vars.d.name(), head_dim}});
   };
   for (Func func : {f.state, f.block_max, f.block_sum}) bound_storage(func, s.query_tile);
   for (Func func : {f.q_tile, f.logits, f.probs}) {
@@ -267,10 +271,12 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   }
 }
 
-// The running state, Q row and a key block of a thread's rows, in its
-// registers: every loop over their elements is unrolled, so each access has a
-// constant index. The key block's Funcs live per key block of the state
-// update. Each row is a tile of its own: the rows are the tiles' loop (it).
+// The running state and a key block's logits and P.V of a thread's rows, in
+// its registers: every loop over their elements is unrolled, so each access
+// has a constant index. The Q row is read in q.k's loop over the head dim, so
+// it stays in the thread's local memory (L1), which keeps the registers for
+// the state. The key block's Funcs live per key block of the state update.
+// Each row is a tile of its own: the rows are the tiles' loop (it).
 void rows_in_registers(const Schedule& s, AttentionPipeline& p, const LoopLevel& thread) {
   OnlineFuncs& f = p.online;
   const AttentionVars& v = p.vars;
@@ -310,10 +316,7 @@ void rows_in_registers(const Schedule& s, AttentionPipeline& p, const LoopLevel&
   const std::map<std::string, int> sizes = {
       {row.name(), rows}, {jj.name(), s.key_block}, {v.d.name(), f.head_dim}, {lane.name(), 4}};
   for (Func func : {f.scores, partial, f.logits, f.probs, f.block_max, f.block_sum, f.pv_sum}) {
-    for (const Var& arg : func.args()) {
-      auto size = sizes.find(arg.name());
-      func.bound_storage(arg, size == sizes.end() ? 1 : size->second);
-    }
+    bound_storage_by_name(func, sizes);
   }
 }
 

@@ -67,7 +67,8 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 int cuda_register_values(const Schedule& s, int head_dim) {
   const CudaThreads t = cuda_threads(s, head_dim);
   if (s.form == Form::online_rows) {
-    // Per row: its Q, its packed state (head_dim + 2) and a key block's logits.
+    // Per row: its packed state (head_dim + 2), a key block's P.V (head_dim)
+    // and its logits; the Q row is in local memory.
     return t.rows_per_thread * (2 * head_dim + 2 + s.key_block);
   }
   // The larger of a thread's q.k and P.V accumulator chunks.
