@@ -41,6 +41,7 @@ struct Options {
   std::string target = "host-cuda-cuda_capability_80";
   std::vector<std::string> specs;
   int length = 0;  // 0: the default for --quick or not
+  int q_len = 0;   // 0: as many query rows as keys
   double min_seconds = 0.3;
 };
 
@@ -139,6 +140,7 @@ class CudaBench {
                                      {"compute_capability", gpu.compute_capability},
                                      {"fp32_peak_tflops", peaks_.fp32_tflops},
                                      {"f16_peak_tflops", peaks_.f16_tflops},
+                                     {"read_bandwidth_gbps", peaks_.read_gbps},
                                      {"target", target_.to_string()},
                                      {"wrong_results", counts_.wrong},
                                      {"command", command}};
@@ -236,6 +238,11 @@ class CudaBench {
     const double peak = spec.dtype == DType::f32 ? peaks_.fp32_tflops : peaks_.f16_tflops;
     row.pct_peak = peak > 0 ? 100.0 * row.gflops / (peak * 1e3) : 0.0;
     row.speedup_vs_naive = naive_ms / t.median_ms;
+    if (shape.q_len <= kMemoryBoundQueries && peaks_.read_gbps > 0) {
+      const double gbps =
+          attention_bytes(spec, shape.batch, shape.q_len, shape.kv_len) / (t.median_ms * 1e6);
+      row.pct_bandwidth = 100.0 * gbps / peaks_.read_gbps;
+    }
     rows_.push_back(row);
   }
 
@@ -273,6 +280,8 @@ int main(int argc, char** argv) {
   app.add_option("--target", o.target, "the Halide CUDA target")->capture_default_str();
   app.add_option("--specs", o.specs, "only these specs");
   app.add_option("--length", o.length, "sequence length (default 4096, 1024 with --quick)");
+  app.add_option("--q-len", o.q_len,
+                 "query rows, e.g. 1 for decoding over --length keys (default: --length)");
   app.add_option("--min-time", o.min_seconds, "seconds of timed runs per implementation")
       ->capture_default_str();
   bool no_autoschedulers = false;
@@ -295,9 +304,11 @@ int main(int argc, char** argv) {
                  error.what());
     }
     if (cuda) {
-      fmt::print("GPU: {} ({} SMs, sm_{}); peaks: fp32 {:.1f} TFLOP/s, f16 {:.1f} TFLOP/s\n",
-                 gpu.name, gpu.multiprocessors, gpu.compute_capability, peaks.fp32_tflops,
-                 peaks.f16_tflops);
+      fmt::print(
+          "GPU: {} ({} SMs, sm_{}); peaks: fp32 {:.1f} TFLOP/s, f16 {:.1f} TFLOP/s, read {:.0f} "
+          "GB/s\n",
+          gpu.name, gpu.multiprocessors, gpu.compute_capability, peaks.fp32_tflops,
+          peaks.f16_tflops, peaks.read_gbps);
     } else {
       fmt::print("{}: no CUDA peers or peaks\n", gpu.name);
     }
@@ -306,7 +317,8 @@ int main(int argc, char** argv) {
     CudaBench bench(o, peaks);
     for (const std::string& text : specs) {
       const AttentionSpec spec = AttentionSpec::parse(text);
-      bench.run_case(spec, Shape{1, spec.heads, length, length, spec.head_dim});
+      const int q_len = o.q_len > 0 ? o.q_len : length;
+      bench.run_case(spec, Shape{1, spec.heads, q_len, length, spec.head_dim});
     }
     bench.report(gpu, command_line(argc, argv));
     return bench.wrong() > 0 ? 1 : 0;

@@ -25,12 +25,32 @@ double attention_flops(const AttentionSpec& spec, int batch, int q_len, int kv_l
          static_cast<double>(attended_pairs(spec, q_len, kv_len));
 }
 
+double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_len) {
+  const KeyRange<long> first = query_keys(spec, 0, q_len, kv_len);
+  const KeyRange<long> last = query_keys(spec, q_len - 1, q_len, kv_len);
+  const long seen_keys = std::max(0L, last.end - first.begin);  // ranges move right with the row
+  const double element = spec.dtype == DType::f32 ? 4.0 : 2.0;
+  const double rows = double(batch) * spec.heads * q_len * spec.head_dim;  // Q, and the output
+  const double keys = double(batch) * spec.kv_heads * seen_keys * spec.head_dim;  // K, and V
+  double bytes = element * 2.0 * (rows + keys);
+  if (spec.bias == BiasKind::tensor) {
+    bytes += element * batch * spec.heads * double(attended_pairs(spec, q_len, kv_len));
+  }
+  return bytes;
+}
+
 void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
-  json = {{"spec", row.spec},           {"shape", row.shape},
-          {"impl", row.impl},           {"threads", row.threads},
-          {"ms_median", row.ms_median}, {"ms_min", row.ms_min},
-          {"ms_max", row.ms_max},       {"gflops", row.gflops},
-          {"pct_peak", row.pct_peak},   {"speedup_vs_naive", row.speedup_vs_naive}};
+  json = {{"spec", row.spec},
+          {"shape", row.shape},
+          {"impl", row.impl},
+          {"threads", row.threads},
+          {"ms_median", row.ms_median},
+          {"ms_min", row.ms_min},
+          {"ms_max", row.ms_max},
+          {"gflops", row.gflops},
+          {"pct_peak", row.pct_peak},
+          {"speedup_vs_naive", row.speedup_vs_naive},
+          {"pct_bandwidth", row.pct_bandwidth}};
 }
 
 void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows) {
@@ -47,10 +67,10 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     shape_w = std::max(shape_w, row.shape.size());
     impl_w = std::max(impl_w, row.impl.size());
   }
-  const std::string header =
-      fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}",
-                  "spec", spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms",
-                  "max ms", "GFLOP/s", "% peak", "vs naive");
+  const std::string header = fmt::format(
+      "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}", "spec",
+      spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms", "max ms", "GFLOP/s",
+      "% peak", "vs naive", "% bw");
   const std::string rule(header.size(), '-');
   fmt::print(stream, "{}\n", header);
   const BenchRow* previous = nullptr;
@@ -61,9 +81,10 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     fmt::print(
         stream,
         "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>8.2f}  {:>6.1f}  "
-        "{:>7.2f}x\n",
+        "{:>7.2f}x  {:>5}\n",
         row.spec, spec_w, row.shape, shape_w, row.impl, impl_w, row.threads, row.ms_median,
-        row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive);
+        row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive,
+        row.pct_bandwidth > 0 ? fmt::format("{:.1f}", row.pct_bandwidth) : "-");
     previous = &row;
   }
 }

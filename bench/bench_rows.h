@@ -22,7 +22,14 @@ struct BenchRow {
   double gflops = 0.0;    // attention_flops() / median time
   double pct_peak = 0.0;  // of the FMA peak measured for this thread count
   double speedup_vs_naive = 0.0;
+  // Memory-bound rows (decoding: at most kMemoryBoundQueries query rows):
+  // attention_bytes() over the median time, as a percent of the read
+  // bandwidth measured in the same run; 0 for other rows.
+  double pct_bandwidth = 0.0;
 };
+
+// Query rows up to which attention reads far more bytes than it computes FLOPs per byte.
+constexpr int kMemoryBoundQueries = 16;
 
 // e.g. "B1 H8 Lq2048 Lk2048 D64".
 std::string shape_label(int batch, int heads, int q_len, int kv_len, int head_dim);
@@ -34,6 +41,11 @@ long long attended_pairs(const AttentionSpec& spec, int q_len, int kv_len);
 // Useful work: 2 FLOPs for Q.K^T and 2 for P.V per attended pair and head-dim
 // element (the softmax is not counted).
 double attention_flops(const AttentionSpec& spec, int batch, int q_len, int kv_len);
+
+// Bytes attention must move at least once: Q and the output, the K and V rows
+// some query sees (the union over one head's rows, by the position mask),
+// and a bias tensor's visible entries.
+double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_len);
 
 // An object with exactly the BenchRow field names as keys, in field order.
 void to_json(nlohmann::ordered_json& json, const BenchRow& row);

@@ -47,33 +47,75 @@ __global__ void f16_fma_loop(float* out, float a, float b) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }
 
-// Best of a few launches, in TFLOP/s (an FMA is 2 FLOPs, an HFMA2 4).
-template <typename Kernel>
-double peak_of(Kernel kernel, double flops_per_fma) {
+// Every float4 of `data` read once, by a grid that strides over it; each
+// thread stores its sum, so that no read can be dropped.
+__global__ void read_loop(const float4* data, size_t count, float* out) {
+  const size_t thread = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  float sum = 0.0f;
+  for (size_t n = thread; n < count; n += size_t(gridDim.x) * blockDim.x) {
+    const float4 x = __ldg(data + n);
+    sum += (x.x + x.y) + (x.z + x.w);
+  }
+  out[thread] = sum;
+}
+
+// Blocks for a launch that fills every multiprocessor several times over.
+int saturating_blocks() {
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  const int blocks = prop.multiProcessorCount * 8;
-  float* out = nullptr;
-  check(cudaMalloc(&out, sizeof(float) * blocks * kThreads), "cudaMalloc");
+  return prop.multiProcessorCount * 8;
+}
+
+// The fastest of five timed launches after a warm-up, in ms.
+template <typename Launch>
+float best_launch_ms(Launch launch, const char* what) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  kernel<<<blocks, kThreads>>>(out, 0.999f, 1e-3f);  // warm-up
+  launch();  // warm-up
   float best_ms = 1e30f;
   for (int run = 0; run < 5; ++run) {
     cudaEventRecord(start);
-    kernel<<<blocks, kThreads>>>(out, 0.999f, 1e-3f);
+    launch();
     cudaEventRecord(stop);
-    check(cudaEventSynchronize(stop), "peak kernel");
+    check(cudaEventSynchronize(stop), what);
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, start, stop);
     best_ms = std::min(best_ms, ms);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  return best_ms;
+}
+
+// In TFLOP/s (an FMA is 2 FLOPs, an HFMA2 4).
+template <typename Kernel>
+double peak_of(Kernel kernel, double flops_per_fma) {
+  const int blocks = saturating_blocks();
+  float* out = nullptr;
+  check(cudaMalloc(&out, sizeof(float) * blocks * kThreads), "cudaMalloc");
+  const float ms = best_launch_ms([&] { kernel<<<blocks, kThreads>>>(out, 0.999f, 1e-3f); },
+                                  "peak kernel");
   cudaFree(out);
   const double fmas = double(blocks) * kThreads * kChains * kIterations;
-  return fmas * flops_per_fma / (best_ms * 1e-3) / 1e12;
+  return fmas * flops_per_fma / (ms * 1e-3) / 1e12;
+}
+
+// Device memory read bandwidth in GB/s, over a buffer far larger than any L2.
+double read_bandwidth() {
+  constexpr size_t kBytes = size_t(1) << 30;
+  const int blocks = saturating_blocks();
+  float4* data = nullptr;
+  float* out = nullptr;
+  check(cudaMalloc(&data, kBytes), "cudaMalloc");
+  check(cudaMalloc(&out, sizeof(float) * blocks * kThreads), "cudaMalloc");
+  check(cudaMemset(data, 0, kBytes), "cudaMemset");
+  const size_t count = kBytes / sizeof(float4);
+  const float ms = best_launch_ms(
+      [&] { read_loop<<<blocks, kThreads>>>(data, count, out); }, "bandwidth kernel");
+  cudaFree(out);
+  cudaFree(data);
+  return double(kBytes) / (ms * 1e-3) / 1e9;
 }
 
 }  // namespace
@@ -119,7 +161,7 @@ GpuInfo gpu_info() {
 }
 
 GpuPeaks measure_gpu_peaks() {
-  return {peak_of(fp32_fma_loop, 2.0), peak_of(f16_fma_loop, 4.0)};
+  return {peak_of(fp32_fma_loop, 2.0), peak_of(f16_fma_loop, 4.0), read_bandwidth()};
 }
 
 }  // namespace attnforge::bench

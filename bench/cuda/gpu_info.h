@@ -1,6 +1,7 @@
 // The GPU the CUDA benchmark runs on, and its measured peaks: fp32 FMA and
 // f16 paired FMA (HFMA2) throughput of a loop of independent chains on every
-// multiprocessor, the GPU counterpart of bench/fma_peak.
+// multiprocessor, the GPU counterpart of bench/fma_peak, and the device
+// memory's read bandwidth (16-byte loads over 1 GiB).
 #pragma once
 
 #include <string>
@@ -20,6 +21,7 @@ GpuInfo gpu_info();
 struct GpuPeaks {
   double fp32_tflops = 0.0;
   double f16_tflops = 0.0;
+  double read_gbps = 0.0;
 };
 
 // Throws std::runtime_error when the CUDA runtime cannot run (e.g. a driver

@@ -83,5 +83,20 @@ TEST(AttentionFlops, FourFlopsPerPairAndHeadDimElement) {
   EXPECT_DOUBLE_EQ(attention_flops(spec, 3, 2, 5), 4.0 * 3 * 8 * 64 * 9);
 }
 
+// Q and out once, K and V for every kv head over the keys some row sees, the
+// bias's visible entries; in the storage dtype.
+TEST(AttentionBytes, CountTheRowsAndTheKeysSeen) {
+  const AttentionSpec gqa = AttentionSpec::parse("full.gqa8x2.d64.f32");
+  EXPECT_DOUBLE_EQ(attention_bytes(gqa, 2, 1, 100), 4.0 * 2 * (2 * 8 * 64 + 2 * 2 * 100 * 64));
+  // Decoding under a window of 4 behind: the last 5 of 100 keys.
+  const AttentionSpec window = AttentionSpec::parse("window4_0.br.mha1.d2.f16");
+  EXPECT_DOUBLE_EQ(attention_bytes(window, 1, 1, 100), 2.0 * 2 * (2 + 5 * 2));
+  // Causal, top-left: 4 rows see keys 0..3 of 10.
+  const AttentionSpec causal = AttentionSpec::parse("causal.mha1.d1.f32");
+  EXPECT_DOUBLE_EQ(attention_bytes(causal, 1, 4, 10), 4.0 * 2 * (4 + 4));
+  const AttentionSpec bias = AttentionSpec::parse("full.bias.mha1.d1.f32");
+  EXPECT_DOUBLE_EQ(attention_bytes(bias, 1, 2, 3), 4.0 * 2 * (2 + 3) + 4.0 * 6);
+}
+
 }  // namespace
 }  // namespace attnforge::bench
