@@ -103,8 +103,6 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                       "a block of one warp (32 x 1) keeps its state in lane registers, which "
                       "needs CUDA; '{}' has none",
                       target.to_string());
-    ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits",
-                      "{}; a block of one warp (32 x 1) takes every key block (1)", s.kv_splits);
     // Halide 21 loses a symbol lowering the key lengths' loads with lane shuffles.
     ATTNFORGE_REQUIRE(!spec.key_padding, "key_padding",
                       "a block of one warp (gpu_threads 32 x 1) has no kernel with key padding "

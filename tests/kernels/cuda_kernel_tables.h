@@ -12,6 +12,7 @@
 #include "attnforge_online_rows_split_cuda_table.h"
 #include "attnforge_online_split_cuda_table.h"
 #include "attnforge_online_warp_cuda_table.h"
+#include "attnforge_online_warp_split_cuda_table.h"
 
 namespace attnforge::testing {
 
@@ -37,6 +38,7 @@ inline std::vector<CudaKernel> all_cuda_kernels() {
   add_table(all, "online", attnforge_online_cuda_table);
   add_table(all, "online_split", attnforge_online_split_cuda_table);
   add_table(all, "online_warp", attnforge_online_warp_cuda_table);
+  add_table(all, "online_warp_split", attnforge_online_warp_split_cuda_table);
   add_table(all, "materialized", attnforge_materialized_cuda_table);
   add_table(all, "online_rows", attnforge_online_rows_cuda_table);
   add_table(all, "online_rows_split", attnforge_online_rows_split_cuda_table);
