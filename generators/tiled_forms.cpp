@@ -17,16 +17,19 @@ using Halide::RDom;
 class QueryTile {
  public:
   QueryTile(const AttentionSpec& spec, const AttentionInputs& inputs, const AttentionVars& v,
-            const TileVars& t, int query_tile, QueryTileFuncs& f)
+            const TileVars& t, const TileShape& shape, QueryTileFuncs& f)
       : in(inputs),
         terms(spec, in),
-        kv_head(terms.kv_head(v.h)),
-        i(t.it * query_tile + t.ii),
-        first(t.it * query_tile),
-        last(Halide::min(first + query_tile, inputs.q_len) - 1),
+        groups(shape.grouped_heads),
+        kv_head(groups == 1 ? terms.kv_head(v.h) : v.h),
+        i(query_of(t.it * shape.query_tile + t.ii)),
+        query_head(groups == 1 ? v.h : v.h * groups + (t.it * shape.query_tile + t.ii) % groups),
+        first(query_of(t.it * shape.query_tile)),
+        last(Halide::min(query_of(t.it * shape.query_tile + shape.query_tile - 1),
+                         inputs.q_len - 1)),
         row(Halide::min(i, inputs.q_len - 1)) {
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
-        AttentionTerms::to_f32(inputs.q(v.d, row, v.h, v.b)) * inputs.scale;
+        AttentionTerms::to_f32(inputs.q(v.d, row, query_head, v.b)) * inputs.scale;
   }
 
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
@@ -34,15 +37,32 @@ class QueryTile {
 
   // The masked logit of this tile's query row and key j; q_tile carries the
   // scale, so the dot product is already scaled.
-  Expr logit(const Expr& dot, const Expr& j, const Expr& h, const Expr& b) const {
-    Expr value = terms.masked_logit(dot, key(j), row, h, b);
+  Expr logit(const Expr& dot, const Expr& j, const Expr& b) const {
+    Expr value = terms.masked_logit(dot, key(j), row, query_head, b);
     return Halide::select(j < in.kv_len, value, kMaskedLogit);
   }
 
   const AttentionInputs in;
   const AttentionTerms terms;
-  const Expr kv_head, i, first, last;
+  const int groups;  // TileShape::grouped_heads
+  const Expr kv_head, i, query_head, first, last;
   const Expr row;  // i, clamped: rows past Lq read the last row and are never stored
+
+ private:
+  Expr query_of(const Expr& tile_row) const { return groups == 1 ? tile_row : tile_row / groups; }
+};
+
+// Where the output's (i, h) lies in the tiled Funcs: row ii of tile it, at
+// head `head` (the KV head where tile rows group heads).
+struct OutputRow {
+  OutputRow(const AttentionVars& v, const TileShape& shape) {
+    const int groups = shape.grouped_heads;
+    const Expr r = groups == 1 ? Expr(v.i) : v.i * groups + v.h % groups;
+    ii = r % shape.query_tile;
+    it = r / shape.query_tile;
+    head = groups == 1 ? Expr(v.h) : v.h / groups;
+  }
+  Expr ii, it, head;
 };
 
 }  // namespace
@@ -50,7 +70,7 @@ class QueryTile {
 FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
                        const AttentionVars& v, const TileVars& t, const TileShape& shape) {
   FusedFuncs f;
-  const QueryTile tile(spec, inputs, v, t, shape.query_tile, f);
+  const QueryTile tile(spec, inputs, v, t, shape, f);
   const AttentionInputs& in = tile.in;
   const AttentionTerms& terms = tile.terms;
   const Expr kvh = tile.kv_head;
@@ -72,8 +92,7 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   f.scores(t.ii, v.j, t.it, v.h, v.b) = 0.0f;
   f.scores(t.ii, v.j, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) *
                                          AttentionTerms::to_f32(in.k(rd, tile.key(v.j), kvh, v.b));
-  f.logits(t.ii, v.j, t.it, v.h, v.b) =
-      tile.logit(f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, v.h, v.b);
+  f.logits(t.ii, v.j, t.it, v.h, v.b) = tile.logit(f.scores(t.ii, v.j, t.it, v.h, v.b), v.j, v.b);
   f.max_lanes(t.ii, t.lane, t.it, v.h, v.b) = kMaskedLogit;
   f.max_lanes(t.ii, t.lane, t.it, v.h, v.b) = Halide::max(
       f.max_lanes(t.ii, t.lane, t.it, v.h, v.b), f.logits(t.ii, grouped_key, t.it, v.h, v.b));
@@ -94,11 +113,11 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
       f.probs(t.ii, rk, t.it, v.h, v.b) * AttentionTerms::to_f32(in.v(v.d, rk, kvh, v.b));
   f.pv(v.d, t.ii, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.it, v.h, v.b);
 
-  Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
-  Expr row_max = f.row_max(ii, it, v.h, v.b);
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
-      Halide::select(AttentionTerms::row_has_keys(row_max),
-                     f.pv(v.d, ii, it, v.h, v.b) / f.row_sum(ii, it, v.h, v.b), 0.0f));
+  const OutputRow out(v, shape);
+  Expr row_max = f.row_max(out.ii, out.it, out.head, v.b);
+  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(Halide::select(
+      AttentionTerms::row_has_keys(row_max),
+      f.pv(v.d, out.ii, out.it, out.head, v.b) / f.row_sum(out.ii, out.it, out.head, v.b), 0.0f));
   return f;
 }
 
@@ -124,10 +143,11 @@ StateValues state_at(const OnlineFuncs& f, const Expr& d, const Expr& ii, const 
 void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const AttentionVars& v,
                           const TileVars& t, const TileShape& shape) {
   const int splits = shape.kv_splits;
-  Expr ii = v.i % shape.query_tile, it = v.i / shape.query_tile;
+  const OutputRow out(v, shape);
+  const Expr &ii = out.ii, &it = out.it, &head = out.head;
   Expr final_acc, final_max, final_sum;
   if (splits == 1) {
-    const StateValues state = state_at(f, v.d, ii, 0, it, v.h, v.b);
+    const StateValues state = state_at(f, v.d, ii, 0, it, head, v.b);
     final_acc = state.acc;
     final_max = state.max;
     final_sum = state.sum;
@@ -143,9 +163,9 @@ void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const Att
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {
         f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + split.acc * weight,
         f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + split.sum * weight};
-    final_acc = f.merged(v.d, ii, it, v.h, v.b)[0];
-    final_max = f.split_max(v.d, ii, it, v.h, v.b);
-    final_sum = f.merged(v.d, ii, it, v.h, v.b)[1];
+    final_acc = f.merged(v.d, ii, it, head, v.b)[0];
+    final_max = f.split_max(v.d, ii, it, head, v.b);
+    final_sum = f.merged(v.d, ii, it, head, v.b)[1];
   }
   f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
       Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
@@ -169,7 +189,7 @@ struct StateUpdate {
 OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
                          const AttentionVars& v, const TileVars& t, const TileShape& shape) {
   OnlineFuncs f;
-  const QueryTile tile(spec, inputs, v, t, shape.query_tile, f);
+  const QueryTile tile(spec, inputs, v, t, shape, f);
   const AttentionInputs& in = tile.in;
   const AttentionTerms& terms = tile.terms;
   const int KB = shape.key_block;
@@ -207,7 +227,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
       f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) =
-      tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.h, v.b);
+      tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
                                                         f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));

@@ -3,6 +3,9 @@
 // so they take them as parameters; everything else is left to schedules/.
 //
 // Index names: i = it * query_tile + ii (query), j = kb * key_block + jj (key).
+// With grouped_heads = G > 1, a tile's rows are the (query, head) pairs of one
+// KV group, r = it * query_tile + ii = i * G + head % G, and the Funcs' head
+// dim is the KV head: every K/V row a tile reads serves all G query heads.
 #pragma once
 
 #include <Halide.h>
@@ -34,6 +37,7 @@ struct TileShape {
   // sum for every head-dim element. A thread that owns a whole row then keeps
   // one max and one sum, and takes one exp per key block.
   bool packed_state = false;
+  int grouped_heads = 1;  // query heads per tile row group (see the index names above)
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the

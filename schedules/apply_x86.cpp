@@ -28,15 +28,26 @@ int head_dim_vectors(const Schedule& s, int head_dim) {
 }
 
 // Splits the output's query loop into tiles and parallelizes the loops the
-// schedule names, fused into one. Returns the loop to compute a tile's work at.
-LoopLevel tile_output(const Schedule& s, Func out, const AttentionVars& v, Var it, Var ii,
-                      int head_dim) {
-  out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
-  out.reorder(v.d, ii, it, v.h, v.b);
+// schedule names, fused into one. Where tile rows group heads, the tiles run
+// over rows r = i * groups + h % groups of each KV head h / groups, as the
+// forms number them. Returns the loop to compute a tile's work at.
+LoopLevel tile_output(const Schedule& s, Func out, const AttentionVars& v, int groups, Var it,
+                      Var ii, int head_dim) {
+  Var rows = v.i, heads = v.h;
+  if (groups > 1) {
+    Var kv_head("kv_head"), in_group("in_group"), grouped_rows("grouped_rows");
+    out.split(v.h, kv_head, in_group, groups, TailStrategy::GuardWithIf)
+        .reorder(v.d, in_group, v.i, kv_head, v.b)
+        .fuse(in_group, v.i, grouped_rows);
+    rows = grouped_rows;
+    heads = kv_head;
+  }
+  out.split(rows, it, ii, s.query_tile, TailStrategy::GuardWithIf);
+  out.reorder(v.d, ii, it, heads, v.b);
   if (head_dim >= s.vector_width) out.vectorize(v.d, s.vector_width, TailStrategy::GuardWithIf);
   std::vector<Var> outer;  // innermost first
   if (has(s, ParallelLoop::query_tiles)) outer.push_back(it);
-  if (has(s, ParallelLoop::heads)) outer.push_back(v.h);
+  if (has(s, ParallelLoop::heads)) outer.push_back(heads);
   if (has(s, ParallelLoop::batch)) outer.push_back(v.b);
   if (outer.empty()) return LoopLevel(out, it);
   Var fused = outer[0];
@@ -59,11 +70,19 @@ void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y,
 // the loop a tile's work is computed at.
 LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim) {
   Var it("it_out"), ii("ii_out");
-  LoopLevel tile = tile_output(s, p.output, p.vars, it, ii, head_dim);
+  LoopLevel tile = tile_output(s, p.output, p.vars, p.grouped_heads, it, ii, head_dim);
   if (s.q_copy_at == StoreLevel::root) {
-    q_tile.compute_root().vectorize(p.tile_vars.ii, s.vector_width);
+    q_tile.compute_root();
   } else {
-    q_tile.compute_at(tile).vectorize(p.tile_vars.ii, s.vector_width);
+    q_tile.compute_at(tile);
+  }
+  if (s.dot_axis == DotAxis::head_dim) {
+    // Each row's head dim contiguous: q.k loads it in vectors.
+    q_tile.reorder_storage(p.vars.d, p.tile_vars.ii)
+        .reorder(p.vars.d, p.tile_vars.ii)
+        .vectorize(p.vars.d, s.vector_width);
+  } else {
+    q_tile.vectorize(p.tile_vars.ii, s.vector_width);
   }
   return tile;
 }
@@ -95,16 +114,72 @@ void schedule_row_statistic(const Schedule& s, Func stat, Func lanes, const Soft
   lanes.update().reorder(ii, lane, st.over_groups).vectorize(ii, s.vector_width).unroll(lane);
 }
 
+// q.k along the head dim: per tile of register_rows rows x register_vectors
+// keys, vector partial sums over the head dim (an rfactor), then one
+// horizontal sum per score. Logits are stored key-innermost for the
+// statistics and probabilities, which vectorize along keys.
+void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
+                                  const LoopLevel& level, const AttentionPipeline& p) {
+  const Var ii = p.tile_vars.ii, key = st.key;
+  Var io("io"), ko("ko"), iin("iin"), kin("kin"), lane("dot_lane");
+  RVar dim_outer("dim_outer"), dim_lane("dim_lane");
+  Func logits = st.logits, scores = st.scores;
+  logits.compute_at(level)
+      .reorder_storage(key, ii)
+      .tile(ii, key, io, ko, iin, kin, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
+      .reorder(iin, kin, io, ko)
+      .unroll(iin)
+      .unroll(kin);
+  Func partial = scores.update()
+                     .split(st.over_dim, dim_outer, dim_lane, s.vector_width)
+                     .rfactor(dim_lane, lane);
+  // rfactor appends its lane dim; stored innermost, each partial sum is one
+  // vector. The whole block's partial sums come first, in a loop of loads and
+  // FMAs only, so the K stream is not held up by the horizontal sums.
+  Var pio("pio"), pko("pko"), pii("pii"), pki("pki");
+  partial.reorder_storage(lane, ii, key).compute_at(level).vectorize(lane);
+  partial.update()
+      .tile(ii, key, pio, pko, pii, pki, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
+      .reorder(lane, pii, pki, dim_outer, pio, pko)
+      .vectorize(lane)
+      .unroll(pii)
+      .unroll(pki);
+  scores.compute_at(logits, io).unroll(ii).unroll(key);
+  scores.update().reorder(dim_lane, ii, key).atomic().vectorize(dim_lane).unroll(ii).unroll(key);
+}
+
+// A row statistic of the dots-along-head-dim schedule: one vector of partial
+// results per row along the keys, reduced across its lanes at the end.
+void schedule_statistic_along_keys(const Schedule& s, Func stat, RVar keys, const LoopLevel& level,
+                                   const AttentionPipeline& p) {
+  const Var ii = p.tile_vars.ii;
+  RVar key_outer("key_outer"), key_lane("key_lane");
+  Var lane("stat_lane");
+  stat.compute_at(level);
+  Func lanes =
+      stat.update().split(keys, key_outer, key_lane, s.vector_width).rfactor(key_lane, lane);
+  lanes.compute_at(stat, ii).vectorize(lane);
+  lanes.update().reorder(lane, key_outer).vectorize(lane);
+}
+
 void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const LoopLevel& level,
                              const AttentionPipeline& p, int head_dim) {
   const Var d = p.vars.d, ii = p.tile_vars.ii;
   const int VW = s.vector_width;
   Func logits = st.logits, probs = st.probs, pv = st.pv;
-  logits.compute_at(level);
-  register_tile(s, logits, st.scores, ii, st.key, st.over_dim, s.register_vectors, s.register_rows);
-  schedule_row_statistic(s, st.max, st.max_lanes, st, level, p);
-  probs.compute_at(level).vectorize(ii, VW);
-  schedule_row_statistic(s, st.sum, st.sum_lanes, st, level, p);
+  if (s.dot_axis == DotAxis::head_dim) {
+    schedule_dots_along_head_dim(s, st, level, p);
+    schedule_statistic_along_keys(s, st.max, st.over_keys, level, p);
+    probs.compute_at(level).reorder_storage(st.key, ii).reorder(st.key, ii).vectorize(st.key, VW);
+    schedule_statistic_along_keys(s, st.sum, st.over_keys, level, p);
+  } else {
+    logits.compute_at(level);
+    register_tile(s, logits, st.scores, ii, st.key, st.over_dim, s.register_vectors,
+                  s.register_rows);
+    schedule_row_statistic(s, st.max, st.max_lanes, st, level, p);
+    probs.compute_at(level).vectorize(ii, VW);
+    schedule_row_statistic(s, st.sum, st.sum_lanes, st, level, p);
+  }
   const int pv_vectors = head_dim_vectors(s, head_dim), pv_rows = effective_pv_rows(s);
   if (s.pv_chunk > 0) {
     pv.compute_at(level).vectorize(d, VW);

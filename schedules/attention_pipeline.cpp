@@ -12,6 +12,8 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   const bool rows = schedule.form == Form::online_rows;
   TileShape shape{rows ? 1 : schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
                   schedule.kv_splits, rows};
+  if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
+  p.grouped_heads = shape.grouped_heads;
   switch (schedule.form) {
     case Form::materialized:
       p.materialized = build_materialized(spec, inputs, p.vars);

@@ -18,6 +18,7 @@ struct AttentionPipeline {
   AttentionVars vars;
   TileVars tile_vars;
   AttentionInputs inputs;  // what the form reads, for schedules that stage inputs
+  int grouped_heads = 1;   // TileShape::grouped_heads of the tiled forms
   // The stages to schedule as outputs: the form's output (and weights), or
   // the Generator's Outputs that wrap them.
   Halide::Func output;

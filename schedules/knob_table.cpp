@@ -60,6 +60,11 @@ void add_enum_rows(std::vector<KnobRow>& rows) {
                      .on_cpu({{0, 1}, std::nullopt, materialized_only()})
                      .seen_by_model_as(Feature::flag)
                      .formerly("intermediates"));
+  rows.push_back(KnobRow::of<&Schedule::dot_axis>("dot_axis", Scope::cpu)
+                     .encoded_as(Encoding::name, {"queries", "head_dim"})
+                     .on_cpu({{0, 1}, std::nullopt, materialized_only()})
+                     .omitted_when_unset()
+                     .seen_by_model_as(Feature::flag));
 }
 
 // Tiles, blocks, vectors and key splits of the attention.
@@ -88,7 +93,7 @@ void add_tile_rows(std::vector<KnobRow>& rows) {
                      .on_cpu(tiled({0, 2, 4, 8}, between(0, 8)))
                      .omitted_when_unset());
   rows.push_back(KnobRow::of<&Schedule::pv_vectors>("pv_vectors", Scope::cpu)
-                     .on_cpu(tiled({0, 1, 2, 4}, between(0, 4)))
+                     .on_cpu(tiled({0, 1, 2, 4}, between(0, 8)))
                      .omitted_when_unset());
   rows.push_back(KnobRow::of<&Schedule::pv_chunk>("pv_chunk", Scope::cpu)
                      .on_cpu(tiled({0, 16, 32, 64, 128}, {8, 512, false, 0}))
@@ -131,6 +136,12 @@ std::vector<KnobRow> make_table() {
   add_tile_rows(rows);
   add_layer_rows(rows);
   add_gpu_rows(rows);
+  // Searched only for specs whose KV groups have several heads (space.cpp).
+  rows.push_back(KnobRow::of<&Schedule::group_heads>("group_heads", Scope::cpu)
+                     .encoded_as(Encoding::boolean)
+                     .on_cpu({{0, 1}, std::nullopt, materialized_only()})
+                     .omitted_when_unset()
+                     .seen_by_model_as(Feature::flag));
   // Never searched: skipping is never slower.
   rows.push_back(KnobRow::of<&Schedule::skip_masked_blocks>("skip_masked_blocks", Scope::attention)
                      .encoded_as(Encoding::boolean)

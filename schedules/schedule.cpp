@@ -26,6 +26,9 @@ std::string to_string(ParallelLoop loop) {
 std::string to_string(StoreLevel level) {
   return name_of("q_copy_at", level);
 }
+std::string to_string(DotAxis axis) {
+  return name_of("dot_axis", axis);
+}
 
 nlohmann::json Schedule::to_json() const {
   nlohmann::json json = nlohmann::json::object();

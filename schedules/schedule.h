@@ -24,6 +24,13 @@ enum class Form { materialized, fused, online, online_rows };
 // Loops that may run in parallel (outermost first when several are fused).
 enum class ParallelLoop { batch, heads, query_tiles, kv_splits };
 
+// What the q.k product vectorizes along: the tile's query rows, for tiles of
+// many rows (vector_width x register_vectors rows at a time, register_rows
+// keys); or the head dim, one horizontal sum per score, for tiles of a few
+// rows, as in decoding (register_rows rows x register_vectors keys at a time,
+// row statistics vectorized along the keys).
+enum class DotAxis { queries, head_dim };
+
 // Where the scaled copy of Q that the q.k product reads is computed: per query
 // tile, or once for all tiles.
 enum class StoreLevel { tile, root };
@@ -58,6 +65,10 @@ struct Schedule {
   int kv_splits = 1;                        // split keys this many ways (short Lq), merged after
   StoreLevel q_copy_at = StoreLevel::tile;  // JSON reads the former name "intermediates" too
   bool skip_masked_blocks = true;           // skip key blocks a whole query tile cannot see
+  // CPU: a tile's rows are the (query, head) pairs of one KV group (GQA,
+  // MQA), so each K/V row it reads serves every query head of the group.
+  bool group_heads = false;
+  DotAxis dot_axis = DotAxis::queries;  // CPU
 
   // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
   // vectors x rows, row blocks kept in cache while every weight column passes,
@@ -96,5 +107,6 @@ bool is_gpu_schedule(const Schedule& schedule);
 std::string to_string(Form form);
 std::string to_string(ParallelLoop loop);
 std::string to_string(StoreLevel level);
+std::string to_string(DotAxis axis);
 
 }  // namespace attnforge::schedules

@@ -139,14 +139,25 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
                     effective_pv_rows(s));
   ATTNFORGE_REQUIRE(spec.head_dim % s.vector_width == 0, "vector_width",
                     "head_dim {} is not a multiple of {} lanes", spec.head_dim, s.vector_width);
-  const int tile_rows = s.vector_width * s.register_vectors;
-  ATTNFORGE_REQUIRE(s.query_tile >= tile_rows && s.query_tile % tile_rows == 0, "query_tile",
-                    "{} must be a multiple of vector_width x register_vectors ({})", s.query_tile,
-                    tile_rows);
   ATTNFORGE_REQUIRE(s.query_tile % s.register_rows == 0, "query_tile",
                     "{} is not a multiple of register_rows ({})", s.query_tile, s.register_rows);
-  ATTNFORGE_REQUIRE(s.form == Form::fused || s.key_block % s.register_rows == 0, "key_block",
-                    "{} must be a multiple of register_rows ({})", s.key_block, s.register_rows);
+  if (s.dot_axis == DotAxis::head_dim) {
+    ATTNFORGE_REQUIRE(s.form == Form::online, "dot_axis",
+                      "head_dim needs the online form's key blocks, not {}", to_string(s.form));
+    ATTNFORGE_REQUIRE(s.key_block % s.vector_width == 0, "key_block",
+                      "{} must be a multiple of vector_width ({}): statistics vectorize along keys",
+                      s.key_block, s.vector_width);
+    ATTNFORGE_REQUIRE(s.key_block % s.register_vectors == 0, "key_block",
+                      "{} must be a multiple of register_vectors ({})", s.key_block,
+                      s.register_vectors);
+  } else {
+    const int tile_rows = s.vector_width * s.register_vectors;
+    ATTNFORGE_REQUIRE(s.query_tile >= tile_rows && s.query_tile % tile_rows == 0, "query_tile",
+                      "{} must be a multiple of vector_width x register_vectors ({})", s.query_tile,
+                      tile_rows);
+    ATTNFORGE_REQUIRE(s.form == Form::fused || s.key_block % s.register_rows == 0, "key_block",
+                      "{} must be a multiple of register_rows ({})", s.key_block, s.register_rows);
+  }
   ATTNFORGE_REQUIRE(s.pv_chunk % s.unroll == 0, "pv_chunk",
                     "{} keys must be a multiple of unroll ({})", s.pv_chunk, s.unroll);
   ATTNFORGE_REQUIRE(s.form != Form::online || s.key_block % std::max(s.pv_chunk, 1) == 0,

@@ -67,6 +67,8 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     }
     if (widths.empty()) widths = {native_vector_width(target)};
     restrict_knob("vector_width", widths);
+    // One head per KV group: grouping rows changes nothing.
+    if (spec.group_size() == 1) restrict_knob("group_heads", {0});
   }
 }
 

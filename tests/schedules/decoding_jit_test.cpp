@@ -1,0 +1,88 @@
+// The decoding schedules against the reference: tile rows that group the
+// query heads of a KV group, and q.k along the head dim, on every mask kind,
+// with and without key splits, at Lq = 1, a few rows, and lengths that are
+// not multiples of any tile or block.
+#include <gtest/gtest.h>
+
+#include "generators/jit_attention.h"
+#include "schedules/presets.h"
+#include "tests/support/attention_case.h"
+#include "tests/support/host_presets.h"
+
+namespace attnforge {
+namespace {
+
+using schedules::DotAxis;
+using schedules::Schedule;
+using testing::AttentionCase;
+using testing::CaseShape;
+using testing::host_has_presets;
+using testing::preset_for;
+
+// The host's online preset with q.k along the head dim: 4-row tiles, 2x2
+// register tiles, key blocks of two vectors.
+Schedule dots_along_head_dim(bool group_heads, int kv_splits) {
+  Schedule s = schedules::load_preset(preset_for("online"));
+  s.dot_axis = DotAxis::head_dim;
+  s.group_heads = group_heads;
+  s.query_tile = 4;
+  s.register_rows = 2;
+  s.register_vectors = 2;
+  s.pv_rows = 2;
+  s.pv_vectors = 2;
+  s.key_block = 2 * s.vector_width;
+  s.kv_splits = kv_splits;
+  s.parallel = {schedules::ParallelLoop::batch, schedules::ParallelLoop::heads,
+                schedules::ParallelLoop::query_tiles};
+  if (kv_splits > 1) s.parallel.push_back(schedules::ParallelLoop::kv_splits);
+  return schedules::canonical(s);
+}
+
+void expect_reference(const char* spec_text, const Schedule& schedule) {
+  const AttentionSpec spec = AttentionSpec::parse(spec_text);
+  const std::string json = schedule.to_json().dump();
+  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", json}});
+  // Decoding (Lq 1), a few rows (a tile of grouped rows spans query
+  // positions), Lq > Lk, and the smallest case.
+  const CaseShape shapes[] = {{2, 1, 77}, {1, 3, 130}, {3, 5, 33}, {2, 40, 19}, {1, 1, 1}};
+  for (CaseShape shape : shapes) {
+    AttentionCase c(spec, shape, {.seed = 19});
+    kernel.run(c.arguments());
+    testing::Comparison result = c.compare();
+    EXPECT_TRUE(result.ok) << spec_text << " " << json << " B" << shape.batch << " Lq"
+                           << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
+                           << " (max error " << result.max_error << ")";
+  }
+}
+
+TEST(DecodingJit, GroupedRowsWithDotsAlongHeadDim) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  for (const char* spec : {"causal.br.gqa4x2.d64.f32", "causal.br.kpad.alibi.gqa4x2.d64.f16",
+                           "window9_3.br.mqa2.d32.f32", "full.bias.gqa4x2.d64.bf16"}) {
+    expect_reference(spec, dots_along_head_dim(true, 1));
+  }
+}
+
+TEST(DecodingJit, KeySplitsWithDotsAlongHeadDim) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  expect_reference("causal.kpad.mha2.d64.f32", dots_along_head_dim(false, 2));
+  expect_reference("window9_3.br.alibi.mqa2.d32.f16", dots_along_head_dim(false, 2));
+  Schedule grouped = dots_along_head_dim(true, 2);
+  grouped.q_copy_at = schedules::StoreLevel::root;
+  expect_reference("causal.br.gqa4x2.d64.bf16", grouped);
+}
+
+// Grouped rows also fit the forms' tiles vectorized along query rows.
+TEST(DecodingJit, GroupedRowsInQueryVectorTiles) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  for (const char* form : {"online", "fused"}) {
+    Schedule s = schedules::load_preset(preset_for(form));
+    s.group_heads = true;
+    expect_reference(form == std::string("online") ? "causal.br.kpad.gqa4x2.d64.f32"
+                                                   : "full.bias.gqa4x2.d64.f32",
+                     s);
+  }
+}
+
+}  // namespace
+}  // namespace attnforge
