@@ -6,6 +6,13 @@
 
 namespace attnforge::bench {
 
+namespace {
+
+const std::vector<std::string> kGqaDecoding = {"causal.br.gqa32x8.d128.f32",
+                                               "causal.br.gqa32x8.d128.bf16"};
+
+}  // namespace
+
 const std::vector<Shape>& default_shapes() {
   static const std::vector<Shape> shapes = {
       {1, 8, 512, 512, 64},
@@ -15,6 +22,12 @@ const std::vector<Shape>& default_shapes() {
       {2, 8, 256, 2048, 64},
       // decoding one token over a long cache: where splitting keys pays
       {1, 1, 1, 32768, 128},
+      {1, 8, 2048, 2048, 64, {"full.mha8.d64.bf16", "causal.mha8.d64.bf16"}},
+      // GQA decoding: memory-bound, rated against the read bandwidth
+      {1, 32, 1, 8192, 128, kGqaDecoding},
+      {1, 32, 1, 32768, 128, kGqaDecoding},
+      {8, 32, 1, 8192, 128, kGqaDecoding},
+      {8, 32, 1, 32768, 128, kGqaDecoding},
   };
   return shapes;
 }

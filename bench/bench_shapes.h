@@ -8,9 +8,11 @@ namespace attnforge::bench {
 
 struct Shape {
   int batch = 1, heads = 1, q_len = 1, kv_len = 1, head_dim = 64;
+  std::vector<std::string> specs = {};  // the specs run at this shape; empty: specs_for()
 };
 
-// Self-attention at growing sizes, and one cross-attention shape (Lq < Lk).
+// Self-attention at growing sizes, one cross-attention shape (Lq < Lk), bf16
+// prefill, and GQA decoding over long KV caches in f32 and bf16.
 const std::vector<Shape>& default_shapes();
 // Tiny shapes for a smoke run, one of them cross-attention.
 const std::vector<Shape>& quick_shapes();

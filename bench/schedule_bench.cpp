@@ -10,6 +10,7 @@
 #include "bench/bench_inputs.h"
 #include "bench/openblas_attention.h"
 #include "bench/output_check.h"
+#include "bench/read_bandwidth.h"
 #include "bench/torch_peer.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
@@ -37,6 +38,7 @@ struct Case {
   Shape shape;
   BenchRow where;  // spec and shape labels for rows and messages
   double flops = 0.0;
+  double bytes = 0.0;               // attention_bytes() where memory-bound (few query rows), else 0
   std::unique_ptr<BenchInputs> in;  // impls point into it
   std::vector<Impl> impls;
   // The naive baseline runs on one thread whatever the count: timed once, reused.
@@ -55,6 +57,9 @@ void ScheduleBench::measure_peaks() {
     peaks_[t] = measure_fma_peak(t, options_.quick ? 0.1 : 0.2, options_.quick ? 2 : 3);
     fmt::print(stderr, "FMA peak, {} thread{}: {:.1f} GFLOP/s\n", t, t == 1 ? "" : "s",
                peaks_[t].gflops);
+    read_gbps_[t] = measure_read_bandwidth(t, (options_.quick ? 128.0 : 512.0) * (1 << 20));
+    fmt::print(stderr, "Read bandwidth, {} thread{}: {:.1f} GB/s\n", t, t == 1 ? "" : "s",
+               read_gbps_[t]);
   }
 }
 
@@ -63,11 +68,14 @@ void ScheduleBench::print_peaks() const {
     fmt::print("FMA peak, {} thread{}: {:.1f} GFLOP/s ({})\n", t, t == 1 ? "" : "s", peak.gflops,
                peak.isa);
   }
+  for (const auto& [t, gbps] : read_gbps_) {
+    fmt::print("Read bandwidth, {} thread{}: {:.1f} GB/s\n", t, t == 1 ? "" : "s", gbps);
+  }
 }
 
 void ScheduleBench::add_shape(const Shape& shape) {
   std::vector<std::string> specs = options_.specs;
-  if (specs.empty()) specs = specs_for(shape);
+  if (specs.empty()) specs = shape.specs.empty() ? specs_for(shape) : shape.specs;
   for (const std::string& text : specs) {
     auto c = std::make_unique<Case>();
     c->spec = AttentionSpec::parse(text);
@@ -78,6 +86,9 @@ void ScheduleBench::add_shape(const Shape& shape) {
     c->where.shape =
         shape_label(shape.batch, c->spec.heads, shape.q_len, shape.kv_len, c->spec.head_dim);
     c->flops = attention_flops(c->spec, shape.batch, shape.q_len, shape.kv_len);
+    if (shape.q_len <= kMemoryBoundQueries) {
+      c->bytes = attention_bytes(c->spec, shape.batch, shape.q_len, shape.kv_len);
+    }
     c->in = std::make_unique<BenchInputs>(c->spec, c->shape, 1);
     fmt::print(stderr, "{} {}: compiling\n", c->where.spec, c->where.shape);
     build_impls(*c);
@@ -216,7 +227,7 @@ void ScheduleBench::run_case(Case& c, int threads) {
     return;  // no baseline at this thread count
   }
   const double naive_ms = c.naive_timing->median_ms;
-  c.rows.push_back(make_row(where, *c.naive_timing, c.flops, naive_ms));
+  c.rows.push_back(make_row(where, *c.naive_timing, c, naive_ms));
 
   // Each checked once on NaN-filled output, then the correct ones timed in turns.
   std::vector<const Impl*> timed;
@@ -243,7 +254,7 @@ void ScheduleBench::run_case(Case& c, int threads) {
   const std::vector<Timing> timings = time_interleaved(runs, kRounds, options_.timing);
   for (size_t n = 0; n < timed.size(); ++n) {
     where.impl = timed[n]->name;
-    c.rows.push_back(make_row(where, timings[n], c.flops, naive_ms));
+    c.rows.push_back(make_row(where, timings[n], c, naive_ms));
   }
   if (!options_.torch_python.empty()) run_torch(c, where, naive_ms);
 }
@@ -258,18 +269,22 @@ void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
   }
   const autotune::CheckResult check = check_output(result.output, c.in->expected, c.spec.dtype);
   if (check.ok) {
-    c.rows.push_back(make_row(where, result.timing, c.flops, naive_ms));
+    c.rows.push_back(make_row(where, result.timing, c, naive_ms));
   } else {
     skip(where, std::to_string(where.threads), "WRONG: " + check.detail);
   }
 }
 
-BenchRow ScheduleBench::make_row(BenchRow row, const Timing& timing, double flops,
+BenchRow ScheduleBench::make_row(BenchRow row, const Timing& timing, const Case& c,
                                  double naive_ms) const {
   row.ms_median = timing.median_ms;
   row.ms_min = timing.min_ms;
   row.ms_max = timing.max_ms;
-  row.gflops = flops / (timing.median_ms * 1e-3) * 1e-9;
+  row.gflops = c.flops / (timing.median_ms * 1e-3) * 1e-9;
+  const auto read = read_gbps_.find(row.threads);
+  if (c.bytes > 0 && read != read_gbps_.end() && read->second > 0) {
+    row.pct_bandwidth = 100.0 * c.bytes / (timing.median_ms * 1e6) / read->second;
+  }
   row.pct_peak = 100.0 * row.gflops / peaks_.at(row.threads).gflops;
   row.speedup_vs_naive = naive_ms / timing.median_ms;
   fmt::print(stderr, "  {:<20} {:10.3f} ms ({} runs), {:.2f} GFLOP/s\n", row.impl, row.ms_median,

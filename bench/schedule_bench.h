@@ -62,12 +62,13 @@ class ScheduleBench {
   void build_impls(Case& c);
   void run_case(Case& c, int threads);
   void run_torch(Case& c, BenchRow where, double naive_ms);
-  BenchRow make_row(BenchRow row, const Timing& timing, double flops, double naive_ms) const;
+  BenchRow make_row(BenchRow row, const Timing& timing, const Case& c, double naive_ms) const;
   // Halide's JIT target: the host.
   Halide::Target target_ = Halide::get_host_target();
 
   BenchOptions options_;
   std::map<int, FmaPeak> peaks_;
+  std::map<int, double> read_gbps_;  // read bandwidth per thread count
   std::shared_ptr<JitAttention> compiled(const AttentionSpec& spec, const std::string& schedule);
 
   std::map<std::pair<std::string, std::string>, std::shared_ptr<JitAttention>> kernels_;
