@@ -144,8 +144,28 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .vectorize(lane)
       .unroll(pii)
       .unroll(pki);
+  // The horizontal sum in two steps: quarters of the vector added as
+  // vectors, then four scalars. A single vector reduction of floats is
+  // ordered, one dependent add per lane.
+  RVar lane_quarter("lane_quarter"), in_quarter("in_quarter");
+  Var quarter_lane("quarter_lane");
+  const int quarter = std::max(s.vector_width / 4, 1);
+  Func quarters = scores.update()
+                      .split(dim_lane, lane_quarter, in_quarter, quarter)
+                      .rfactor(in_quarter, quarter_lane);
+  quarters.reorder_storage(quarter_lane, ii, key)
+      .compute_at(logits, io)
+      .vectorize(quarter_lane)
+      .unroll(ii)
+      .unroll(key);
+  quarters.update()
+      .reorder(quarter_lane, ii, key, lane_quarter)
+      .vectorize(quarter_lane)
+      .unroll(ii)
+      .unroll(key)
+      .unroll(lane_quarter);
   scores.compute_at(logits, io).unroll(ii).unroll(key);
-  scores.update().reorder(dim_lane, ii, key).atomic().vectorize(dim_lane).unroll(ii).unroll(key);
+  scores.update().reorder(in_quarter, ii, key).unroll(in_quarter).unroll(ii).unroll(key);
 }
 
 // A row statistic of the dots-along-head-dim schedule: one vector of partial
