@@ -98,10 +98,13 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
                          "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
                         spec, target);
       plan.push_back({base + "generic", spec, t, "generic", {0, 0, 0}, preset, "preset " + preset});
-      // Short query lengths: on a CPU the unfused pipeline parallelizes over
-      // heads best; on a GPU key splits give the blocks work.
-      const std::string short_preset = first_fitting(
-          {"online_split_cuda", "materialized_avx512", "materialized_avx2"}, spec, target);
+      // Short query lengths: on a GPU key splits give the blocks work; on a
+      // CPU tiles of a few rows (a KV group's heads together) stream the
+      // K/V cache once, else the unfused pipeline parallelizes over heads.
+      const std::string short_preset =
+          first_fitting({"online_split_cuda", "decode_avx512", "decode_avx2", "materialized_avx512",
+                         "materialized_avx2"},
+                        spec, target);
       plan.push_back({base + "generic_q16",
                       spec,
                       t,

@@ -84,7 +84,7 @@ TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
   EXPECT_EQ(plan.kernels[0].function, "attnforge_avx2_causal_mha2_d32_f32_generic");
   EXPECT_EQ(plan.kernels[0].schedule, "online_avx2");
   EXPECT_EQ(plan.kernels[1].function, "attnforge_avx2_causal_mha2_d32_f32_generic_q16");
-  EXPECT_EQ(plan.kernels[1].schedule, "materialized_avx2");
+  EXPECT_EQ(plan.kernels[1].schedule, "decode_avx2");
   EXPECT_EQ(plan.kernels[1].shape.q_len, 16);
   EXPECT_EQ(plan.kernels[2].function, "attnforge_avx2_causal_mha2_d32_f32_b1_q64_k64");
   EXPECT_EQ(plan.kernels[2].shape.kv_len, 64);
