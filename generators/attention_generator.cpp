@@ -43,6 +43,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     k_ = add_input<Buffer<>>("k", storage, 4);
     v_ = add_input<Buffer<>>("v", storage, 4);
     if (spec_.key_padding) key_lengths_ = add_input<Buffer<int32_t>>("key_lengths", 1);
+    if (spec_.paged()) page_table_ = add_input<Buffer<int32_t>>("page_table", 2);
     if (spec_.bias == BiasKind::tensor) bias_ = add_input<Buffer<>>("bias", storage, 4);
     if (spec_.bias == BiasKind::alibi) {
       alibi_slopes_ = add_input<Buffer<float>>("alibi_slopes", 1);
@@ -60,6 +61,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     in.v = *v_;
     in.q_len = q_->dim(1).extent();
     in.kv_len = k_->dim(1).extent();
+    if (spec_.paged()) read_pages(in);
     in.scale = *scale_;
     if (key_lengths_) in.key_lengths = *key_lengths_;
     if (bias_) in.bias = *bias_;
@@ -122,6 +124,24 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
   }
 
+  // A paged cache read as the contiguous one the forms expect: key j of
+  // sequence b is position j % P of page page_table(j / P, b). Keys run to the
+  // table's end; key_lengths masks the rest. Page numbers are clamped so that
+  // no table reads outside the cache; callers reject tables that would need it.
+  void read_pages(AttentionInputs& in) {
+    const int page = spec_.page_size;
+    const Expr pages = k_->dim(3).extent();
+    Halide::Var d("d"), j("j"), h("h"), b("b");
+    for (auto [paged, input, name] :
+         {std::tuple{&in.k, k_, "k_pages"}, std::tuple{&in.v, v_, "v_pages"}}) {
+      Halide::Func cache(name);
+      Expr page_of_key = Halide::clamp((*page_table_)(j / page, b), 0, pages - 1);
+      cache(d, j, h, b) = (*input)(d, j % page, h, page_of_key);
+      *paged = cache;
+    }
+    in.kv_len = page_table_->dim(0).extent() * page;
+  }
+
   AttentionSpec resolve_spec() const {
     if (std::string(spec).empty()) {
       throw SpecError("spec",
@@ -136,7 +156,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const int d = spec_.head_dim;
     Expr batch = q_->dim(3).extent();
     Expr q_len = q_->dim(1).extent();
-    Expr kv_len = k_->dim(1).extent();
+    Expr kv_len =
+        spec_.paged() ? page_table_->dim(0).extent() * spec_.page_size : k_->dim(1).extent();
     auto constrain = [&](auto* buffer, std::vector<Expr> extents) {
       for (size_t dim = 0; dim < extents.size(); ++dim) {
         buffer->dim(dim).set_min(0);
@@ -144,8 +165,15 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       }
     };
     constrain(q_, {d, Expr(), spec_.heads, Expr()});
-    constrain(k_, {d, Expr(), spec_.kv_heads, batch});
-    constrain(v_, {d, kv_len, spec_.kv_heads, batch});
+    if (spec_.paged()) {
+      // (d, position in page, kv head, page), any number of pages.
+      constrain(k_, {d, spec_.page_size, spec_.kv_heads, Expr()});
+      constrain(v_, {d, spec_.page_size, spec_.kv_heads, k_->dim(3).extent()});
+      constrain(page_table_, {Expr(), batch});
+    } else {
+      constrain(k_, {d, Expr(), spec_.kv_heads, batch});
+      constrain(v_, {d, kv_len, spec_.kv_heads, batch});
+    }
     constrain(out_, {d, q_len, spec_.heads, batch});
     if (key_lengths_) constrain(key_lengths_, {batch});
     if (bias_) constrain(bias_, {kv_len, q_len, spec_.heads, batch});
@@ -158,8 +186,15 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   void set_estimates(int d) {
     const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
     q_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
-    k_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
-    v_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
+    if (spec_.paged()) {
+      const int P = spec_.page_size, pages_per_sequence = (Lk + P - 1) / P;
+      k_->set_estimates({{0, d}, {0, P}, {0, spec_.kv_heads}, {0, B * pages_per_sequence}});
+      v_->set_estimates({{0, d}, {0, P}, {0, spec_.kv_heads}, {0, B * pages_per_sequence}});
+      page_table_->set_estimates({{0, pages_per_sequence}, {0, B}});
+    } else {
+      k_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
+      v_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
+    }
     out_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
     if (key_lengths_) key_lengths_->set_estimates({{0, B}});
     if (bias_) bias_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
@@ -174,6 +209,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<>>* k_ = nullptr;
   GeneratorInput<Buffer<>>* v_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
+  GeneratorInput<Buffer<int32_t>>* page_table_ = nullptr;
   GeneratorInput<Buffer<>>* bias_ = nullptr;
   GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
   GeneratorInput<float>* scale_ = nullptr;

@@ -191,6 +191,9 @@ std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
                          "bf16 storage has no CUDA kernel (Halide's CUDA backend cannot compile "
                          "it); use f16 or f32");
   }
+  if (kind_of(target) == TargetKind::gpu && spec.paged()) {
+    return ScheduleError("page_size", "a paged KV cache has CPU kernels only");
+  }
   return std::nullopt;
 }
 

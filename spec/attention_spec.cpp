@@ -9,7 +9,7 @@
 namespace attnforge {
 
 const char* const kSpecGrammar =
-    "mask['.br']['.kpad']['.bias'|'.alibi'].heads.d<D>.dtype['.weights'] where "
+    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi'].heads.d<D>.dtype['.weights'] where "
     "mask = full | causal | window<L>_<R>, heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
     "dtype = f32 | f16 | bf16 (e.g. causal.gqa32x8.d128.f16)";
 
@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kMaxHeadDim = 512;
 constexpr int kMaxHeads = 4096;
+constexpr int kMaxPageSize = 4096;
 
 std::vector<std::string_view> split_dots(std::string_view text) {
   std::vector<std::string_view> tokens;
@@ -179,6 +180,18 @@ void AttentionSpec::validate() const {
                                           "only a window mask has sizes",
                                           window_left, window_right, attnforge::to_string(mask)));
   }
+  if (page_size < 0 || page_size > kMaxPageSize) {
+    throw SpecError("page_size", fmt::format("{}; expected 1..{}", page_size, kMaxPageSize));
+  }
+  if (paged() && !key_padding) {
+    throw SpecError("page_size",
+                    "a paged cache needs key padding (.kpad): its lengths are per sequence");
+  }
+  if (paged() && (bias == BiasKind::tensor || return_weights)) {
+    throw SpecError("page_size",
+                    fmt::format("a paged cache has no contiguous key positions for {}",
+                                return_weights ? "returned weights" : "a bias tensor"));
+  }
   bool positional = mask != PositionMask::none || bias == BiasKind::alibi;
   if (alignment == Alignment::bottom_right && !positional) {
     throw SpecError("alignment", "bottom_right alignment needs a causal or window mask or ALiBi");
@@ -201,6 +214,7 @@ std::string AttentionSpec::to_string() const {
   }
   if (alignment == Alignment::bottom_right) text += ".br";
   if (key_padding) text += ".kpad";
+  if (paged()) text += fmt::format(".page{}", page_size);
   if (bias == BiasKind::tensor) text += ".bias";
   if (bias == BiasKind::alibi) text += ".alibi";
   text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
@@ -230,6 +244,11 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   parse_mask(take("mask"), spec);
   if (take_if("br")) spec.alignment = Alignment::bottom_right;
   spec.key_padding = take_if("kpad");
+  if (next < tokens.size() && starts_with(tokens[next], "page")) {
+    spec.page_size = require_int(tokens[next].substr(4), "page_size", tokens[next]);
+    ++next;
+    if (spec.page_size == 0) throw SpecError("page_size", "page0 has no positions");
+  }
   if (take_if("bias")) {
     spec.bias = BiasKind::tensor;
   } else if (take_if("alibi")) {
@@ -257,9 +276,9 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
 
 bool AttentionSpec::operator==(const AttentionSpec& o) const {
   return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
-         window_right == o.window_right && key_padding == o.key_padding && bias == o.bias &&
-         heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim && dtype == o.dtype &&
-         return_weights == o.return_weights;
+         window_right == o.window_right && key_padding == o.key_padding &&
+         page_size == o.page_size && bias == o.bias && heads == o.heads && kv_heads == o.kv_heads &&
+         head_dim == o.head_dim && dtype == o.dtype && return_weights == o.return_weights;
 }
 
 }  // namespace attnforge

@@ -39,6 +39,12 @@ struct AttentionSpec {
   int window_right = 0;
   // Per-batch valid key lengths: keys j >= key_lengths[b] are masked.
   bool key_padding = false;
+  // A paged KV cache: K and V are pages of page_size positions, (d, position
+  // in page, kv head, page), and a page table [B, max_pages] int32 names each
+  // sequence's pages in order (vLLM's and FlashAttention's block_table). Its
+  // lengths are per sequence, so it needs key padding. 0: one contiguous
+  // (d, position, kv head, batch) cache.
+  int page_size = 0;
   BiasKind bias = BiasKind::none;
   int heads = 1;
   int kv_heads = 1;
@@ -51,6 +57,7 @@ struct AttentionSpec {
   void validate() const;
 
   int group_size() const { return heads / kv_heads; }
+  bool paged() const { return page_size > 0; }
 
   // Canonical string, e.g. "causal.gqa32x8.d128.f16"; parse(to_string()) == *this.
   std::string to_string() const;

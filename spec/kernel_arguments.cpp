@@ -23,7 +23,7 @@ halide_type_t halide_type_of(DType dtype) {
 
 void mark_host_inputs_dirty(KernelArguments& args) {
   for (halide_buffer_t* input :
-       {args.q, args.k, args.v, args.key_lengths, args.bias, args.alibi_slopes}) {
+       {args.q, args.k, args.v, args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {
     if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
   }
 }
@@ -34,6 +34,7 @@ KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
   argv.push(required_argument(args.k, "k"));
   argv.push(required_argument(args.v, "v"));
   if (spec.key_padding) argv.push(required_argument(args.key_lengths, "key_lengths"));
+  if (spec.paged()) argv.push(required_argument(args.page_table, "page_table"));
   if (spec.bias == BiasKind::tensor) argv.push(required_argument(args.bias, "bias"));
   if (spec.bias == BiasKind::alibi) argv.push(required_argument(args.alibi_slopes, "alibi_slopes"));
   argv.push(&args.scale);

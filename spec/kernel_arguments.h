@@ -16,7 +16,10 @@ struct KernelArguments {
   halide_buffer_t* q = nullptr;  // every tensor is (d, position, head, batch) innermost first
   halide_buffer_t* k = nullptr;
   halide_buffer_t* v = nullptr;
-  halide_buffer_t* key_lengths = nullptr;   // key padding only: int32 [B]
+  halide_buffer_t* key_lengths = nullptr;  // key padding only: int32 [B]
+  // Paged cache only: int32 (max_pages, B); k and v are then (d, position in
+  // page, kv head, page).
+  halide_buffer_t* page_table = nullptr;
   halide_buffer_t* bias = nullptr;          // bias tensor only: (Lk, Lq, H, B); stride 0 broadcasts
   halide_buffer_t* alibi_slopes = nullptr;  // ALiBi only: f32 [H]
   float scale = 0.0f;

@@ -61,6 +61,9 @@ void LayerSpec::validate() const {
   if (attention.return_weights != (weights != LayerWeights::none)) {
     throw SpecError("weights", "the attention returns weights exactly when the layer does");
   }
+  if (attention.paged()) {
+    throw SpecError("page_size", "a layer projects its keys and values; it reads no paged cache");
+  }
 }
 
 std::string LayerSpec::to_string() const {

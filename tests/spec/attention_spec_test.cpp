@@ -10,12 +10,19 @@ namespace {
 
 // Every spec string here is canonical: parse then print gives it back.
 const char* const kCanonicalSpecs[] = {
-    "full.mha1.d64.f32",          "full.mha8.d64.f32",
-    "causal.gqa32x8.d128.f16",    "causal.br.mqa8.d64.bf16",
-    "window256_0.mha12.d64.f32",  "window16_16.br.kpad.alibi.gqa12x4.d32.f16.weights",
-    "full.kpad.mha2.d128.f32",    "full.bias.mha4.d32.bf16.weights",
-    "full.br.alibi.mha4.d64.f32", "causal.kpad.bias.mqa16.d96.f16",
+    "full.mha1.d64.f32",
+    "full.mha8.d64.f32",
+    "causal.gqa32x8.d128.f16",
+    "causal.br.mqa8.d64.bf16",
+    "window256_0.mha12.d64.f32",
+    "window16_16.br.kpad.alibi.gqa12x4.d32.f16.weights",
+    "full.kpad.mha2.d128.f32",
+    "full.bias.mha4.d32.bf16.weights",
+    "full.br.alibi.mha4.d64.f32",
+    "causal.kpad.bias.mqa16.d96.f16",
     "window0_0.mha1.d1.f32",
+    "causal.br.kpad.page16.gqa32x8.d128.f32",
+    "full.kpad.page1.alibi.mha2.d64.bf16",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -95,6 +102,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"full.br.mha8.d64.f32", "alignment"}, BadSpec{"causal.gqa8x8.d64.f32", "heads"},
         BadSpec{"causal.gqa8x1.d64.f32", "heads"}, BadSpec{"causal.mha8.d64.f32.extra", "spec"},
         BadSpec{"causal.kpad.br.mha8.d64.f32", "heads"},
+        BadSpec{"causal.page16.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.page0.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.page016.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.pages.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.page8192.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.page16.bias.mha8.d64.f32", "page_size"},
+        BadSpec{"causal.kpad.page16.mha8.d64.f32.weights", "page_size"},
         BadSpec{"causal.mha99999.d64.f32", "heads"}));
 
 TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 
@@ -66,6 +68,48 @@ std::unique_ptr<HostTensor> AttentionCase::make_qkv(int heads, int len, Layout l
                                       memory_order_for(layout));
 }
 
+// The cache in pages, for the kernel; the reference reads the contiguous
+// one. Each sequence's pages sit at shuffled places among one spare page no
+// table names. Positions past Lk hold values a kernel must never weigh, and
+// table entries past a sequence's length are -1, as serving engines pad them.
+void AttentionCase::page_cache(std::mt19937& rng) {
+  const int P = spec_.page_size, B = shape_.batch, Lk = shape_.kv_len;
+  const int width = std::max((Lk + P - 1) / P, 1), pages = B * width + 1;
+  std::vector<int> place(pages);
+  std::iota(place.begin(), place.end(), 0);
+  std::shuffle(place.begin(), place.end(), rng);
+  page_table_ = std::make_unique<HostTensor>(halide_type_t(halide_type_int, 32),
+                                             HostTensor::Extents{width, B, 1, 1});
+  for (auto [paged, cache] : {std::pair{&k_pages_, k_.get()}, std::pair{&v_pages_, v_.get()}}) {
+    *paged = std::make_unique<HostTensor>(
+        halide_type_of(spec_.dtype), HostTensor::Extents{spec_.head_dim, P, spec_.kv_heads, pages},
+        memory_order_for(options_.layout));
+    fill_uniform(**paged, rng, 100.0);
+    for (int b = 0; b < B; ++b) {
+      for (int n = 0; n < width; ++n) {
+        const int page = place[b * width + n];
+        for (int r = 0; r < P && n * P + r < Lk; ++r) {
+          for (int h = 0; h < spec_.kv_heads; ++h) {
+            for (int d = 0; d < spec_.head_dim; ++d) {
+              (*paged)->set({d, r, h, page}, cache->get({d, n * P + r, h, b}));
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int b = 0; b < B; ++b) {
+    for (int n = 0; n < width; ++n) {
+      const bool used = n * P < problem_.key_lengths[b];
+      page_table_->set({n, b, 0, 0}, used ? place[b * width + n] : -1);
+    }
+  }
+  args_.k = k_pages_->raw();
+  args_.v = v_pages_->raw();
+  args_.page_table = page_table_->raw();
+  args_.page_table->dimensions = 2;
+}
+
 AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options)
     : spec_(spec), shape_(shape), options_(options) {
   spec_.validate();
@@ -108,6 +152,7 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
     args_.key_lengths = key_lengths_->raw();
     args_.key_lengths->dimensions = 1;
   }
+  if (spec.paged()) page_cache(rng);
   if (spec.bias == BiasKind::tensor) {
     int bias_heads = options.broadcast_bias ? 1 : H;
     int bias_batch = options.broadcast_bias ? 1 : B;

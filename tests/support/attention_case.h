@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -75,12 +76,14 @@ class AttentionCase {
 
  private:
   std::unique_ptr<HostTensor> make_qkv(int heads, int len, Layout layout);
+  void page_cache(std::mt19937& rng);
 
   AttentionSpec spec_;
   CaseShape shape_;
   CaseOptions options_;
   reference::Problem problem_;
   std::unique_ptr<HostTensor> q_, k_, v_, key_lengths_, bias_, slopes_, out_, weights_;
+  std::unique_ptr<HostTensor> k_pages_, v_pages_, page_table_;  // paged specs only
   KernelArguments args_;
 };
 
