@@ -74,7 +74,7 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   const KernelPackage& package = attnforge_kernel_package;
   const int64_t heads = q.shape[1];
   const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
-  runtime::HalideTensor tq, tk, tv, tout, tlengths, tbias, tslopes, tweights;
+  runtime::HalideTensor tq, tk, tv, tout, tlengths, tpages, tbias, tslopes, tweights;
   KernelArguments args;
   int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
               tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
@@ -89,6 +89,7 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
     return tensor.get();
   };
   args.key_lengths = wrap_optional(options.key_lengths, tlengths, nullptr);
+  args.page_table = wrap_optional(options.page_table, tpages, nullptr);
   args.bias = wrap_optional(options.bias, tbias, bias_extents);
   args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
   args.weights = wrap_optional(options.weights, tweights, nullptr);

@@ -209,7 +209,11 @@ Status check_options(const AttentionOptions& o, const TensorView& q, const Valid
         int32_t length = values[n * lengths->strides[0]];
         if (length < 0 || length > lk) {
           return invalid(
-              fmt::format("key_lengths: [{}] is {}; expected 0..Lk ({})", n, length, lk));
+              o.page_table
+                  ? fmt::format("key_lengths: [{}] is {}; the page table holds "
+                                "max_pages x page_size = {} positions per sequence",
+                                n, length, lk)
+                  : fmt::format("key_lengths: [{}] is {}; expected 0..Lk ({})", n, length, lk));
         }
       }
     }
@@ -235,6 +239,34 @@ Status check_options(const AttentionOptions& o, const TensorView& q, const Valid
     ATTNFORGE_CHECK(check_type(*weights, "weights", q.type));
     ATTNFORGE_CHECK(check_device(*weights, "weights", q.device));
     ATTNFORGE_CHECK(check_shape(*weights, "weights", {b, heads, lq, lk}, "[B, H, Lq, Lk]"));
+  }
+  return Status::success();
+}
+
+// A paged cache's table: [B, max_pages] int32 on the CPU, with key lengths
+// (checked first), and a page of k for every entry a sequence's length covers.
+Status check_page_table(const AttentionOptions& o, const ValidatedCall& call, int64_t pages,
+                        int64_t page_size) {
+  const TensorView& table = *o.page_table;
+  if (!o.key_lengths) {
+    return invalid("page_table: a paged cache needs key_lengths, each sequence's cache length");
+  }
+  if (table.device != Device::cpu) {
+    return invalid("page_table: paged caches have CPU kernels only; the table is on cuda");
+  }
+  const auto* entries = static_cast<const int32_t*>(table.data);
+  const auto* lengths = static_cast<const int32_t*>(o.key_lengths->data);
+  for (int64_t b = 0; b < call.batch; ++b) {
+    const int64_t used = (lengths[b * o.key_lengths->strides[0]] + page_size - 1) / page_size;
+    for (int64_t n = 0; n < used; ++n) {
+      const int32_t page = entries[b * table.strides[0] + n * table.strides[1]];
+      if (page < 0 || page >= pages) {
+        return invalid(fmt::format(
+            "page_table: [{}, {}] is {}; expected a page of k and v, 0..{} (num_pages - 1), "
+            "for the {} keys of sequence {}",
+            b, n, page, pages - 1, lengths[b * o.key_lengths->strides[0]], b));
+      }
+    }
   }
   return Status::success();
 }
@@ -266,13 +298,34 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   if (q.type == ElementType::i32) {
     return invalid("q: expected element type f32, f16 or bf16, got i32");
   }
-  ATTNFORGE_CHECK(check_layout(k, "k", 4, "[B, H_kv, Lk, D]"));
-  ATTNFORGE_CHECK(check_layout(v, "v", 4, "[B, H_kv, Lk, D]"));
+  const TensorView* table = options.page_table;
+  const char* kv_shape = table ? "[num_pages, H_kv, page_size, D]" : "[B, H_kv, Lk, D]";
+  ATTNFORGE_CHECK(check_layout(k, "k", 4, kv_shape));
+  ATTNFORGE_CHECK(check_layout(v, "v", 4, kv_shape));
   ATTNFORGE_CHECK(check_layout(out, "out", 4, "[B, H, Lq, D]"));
   const int64_t b = q.shape[0], h = q.shape[1], lq = q.shape[2], d = q.shape[3];
-  const int64_t h_kv = k.shape[1], lk = k.shape[2];
-  ATTNFORGE_CHECK(check_shape(k, "k", {b, h_kv, lk, d}, "[B, H_kv, Lk, D]"));
-  ATTNFORGE_CHECK(check_shape(v, "v", {b, h_kv, lk, d}, "[B, H_kv, Lk, D] (as k)"));
+  const int64_t h_kv = k.shape[1];
+  int64_t lk = k.shape[2];
+  if (table) {
+    const int64_t pages = k.shape[0], page_size = k.shape[2];
+    ATTNFORGE_CHECK(check_shape(k, "k", {pages, h_kv, page_size, d}, kv_shape));
+    ATTNFORGE_CHECK(
+        check_shape(v, "v", {pages, h_kv, page_size, d}, "[num_pages, H_kv, page_size, D] (as k)"));
+    ATTNFORGE_CHECK(check_layout(*table, "page_table", 2, "[B, max_pages]"));
+    ATTNFORGE_CHECK(check_type(*table, "page_table", ElementType::i32));
+    if (table->shape[0] != b || table->shape[1] < 1) {
+      return invalid(fmt::format("page_table: expected shape [B, max_pages] = [{}, >= 1], got {}",
+                                 b, shape_text(*table)));
+    }
+    if (pages < 1 || page_size < 1) {
+      return invalid(fmt::format("k: a paged cache needs pages of at least one position, got {}",
+                                 shape_text(k)));
+    }
+    lk = table->shape[1] * page_size;
+  } else {
+    ATTNFORGE_CHECK(check_shape(k, "k", {b, h_kv, lk, d}, kv_shape));
+    ATTNFORGE_CHECK(check_shape(v, "v", {b, h_kv, lk, d}, "[B, H_kv, Lk, D] (as k)"));
+  }
   ATTNFORGE_CHECK(check_shape(out, "out", {b, h, lq, d}, "[B, H, Lq, D] (as q)"));
   for (const auto& [tensor, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}}) {
     ATTNFORGE_CHECK(check_type(*tensor, name, q.type));
@@ -292,12 +345,14 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->empty = b == 0 || lq == 0;
   call->row_alignment = row_alignment({&q, &k, &v});
   ATTNFORGE_CHECK(check_options(options, q, *call, h));
+  if (table) ATTNFORGE_CHECK(check_page_table(options, *call, k.shape[0], k.shape[2]));
   const AttentionOptions& o = options;
   // Inputs, then weights, which out must not overlap either.
   const NamedView read[] = {{&q, "q"},
                             {&k, "k"},
                             {&v, "v"},
                             {o.key_lengths, "key_lengths"},
+                            {o.page_table, "page_table"},
                             {o.bias, "bias"},
                             {o.alibi_slopes, "alibi_slopes"},
                             {o.weights, "weights"}};
@@ -316,6 +371,7 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
                        ? Alignment::bottom_right
                        : Alignment::top_left;
   spec.key_padding = options.key_lengths != nullptr;
+  spec.page_size = table ? static_cast<int>(std::min<int64_t>(k.shape[2], 1 << 20)) : 0;
   spec.bias = options.bias           ? BiasKind::tensor
               : options.alibi_slopes ? BiasKind::alibi
                                      : BiasKind::none;

@@ -19,9 +19,10 @@
 namespace attnforge::testing {
 namespace {
 
-const char* const kPackageSpecs[] = {"causal.gqa8x2.d64.f32", "full.mha2.d32.f32.weights",
-                                     "window8_4.br.kpad.mha2.d32.f16", "full.bias.mqa4.d32.bf16",
-                                     "causal.br.alibi.mha2.d32.f32"};
+const char* const kPackageSpecs[] = {
+    "causal.gqa8x2.d64.f32",          "full.mha2.d32.f32.weights",
+    "window8_4.br.kpad.mha2.d32.f16", "full.bias.mqa4.d32.bf16",
+    "causal.br.alibi.mha2.d32.f32",   "causal.br.kpad.page16.gqa8x2.d64.f32"};
 
 void expect_matches_reference(const std::string& spec_text, CaseShape shape,
                               CaseOptions options = {}) {
@@ -46,6 +47,8 @@ TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
 
 TEST(Runtime, StridedLayoutsAndBroadcastBiasWork) {
   expect_matches_reference("causal.gqa8x2.d64.f32", {2, 19, 23}, {Layout::blhd});
+  // A paged cache as FlashAttention lays it out: [num_pages, page_size, H_kv, D].
+  expect_matches_reference("causal.br.kpad.page16.gqa8x2.d64.f32", {3, 1, 50}, {Layout::blhd});
   CaseOptions broadcast;
   broadcast.broadcast_bias = true;
   expect_matches_reference("full.bias.mqa4.d32.bf16", {2, 9, 17}, broadcast);
@@ -78,8 +81,9 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  EXPECT_EQ(generic, 5 * 3 - 1);        // every spec for avx2, host and CUDA, but bf16 on CUDA
-  EXPECT_EQ(short_queries, 5 * 3 - 1);  // likewise
+  // Every spec for avx2, host and CUDA, but bf16 and the paged cache on CUDA.
+  EXPECT_EQ(generic, 6 * 3 - 2);
+  EXPECT_EQ(short_queries, 6 * 3 - 2);  // likewise
   // The correct record for avx2 and host, and the CUDA one; the wrong one never.
   EXPECT_EQ(tuned, 3);
   EXPECT_EQ(cuda, 4 * 2 + 1);

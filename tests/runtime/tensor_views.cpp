@@ -38,6 +38,10 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
     call.key_lengths = view_of(*args.key_lengths);
     o.key_lengths = &call.key_lengths;
   }
+  if (args.page_table) {
+    call.page_table = view_of(*args.page_table);
+    o.page_table = &call.page_table;
+  }
   if (args.bias) {
     call.bias = view_of(*args.bias);
     o.bias = &call.bias;

@@ -39,9 +39,42 @@ struct Call {
   }
 };
 
+// A valid causal bottom-right GQA call (H 8, H_kv 2, D 64, B 2, Lq 1) on a
+// paged cache of 3 pages of 16 positions, whose table names 2 pages per
+// sequence; sequence 1's 3 keys use one page, and its second entry is -1.
+struct PagedCall {
+  std::vector<float> q = std::vector<float>(2 * 8 * 1 * 64, 0.5f);
+  std::vector<float> kv = std::vector<float>(3 * 2 * 16 * 64, 0.25f);
+  std::vector<float> out = std::vector<float>(2 * 8 * 1 * 64, 7.0f);
+  std::vector<int32_t> lengths = {20, 3};
+  std::vector<int32_t> table = {2, 0, 1, -1};
+  TensorView tq = TensorView::contiguous(q.data(), ElementType::f32, {2, 8, 1, 64});
+  TensorView tk = TensorView::contiguous(kv.data(), ElementType::f32, {3, 2, 16, 64});
+  TensorView tv = tk;
+  TensorView tout = TensorView::contiguous(out.data(), ElementType::f32, {2, 8, 1, 64});
+  TensorView tlengths = TensorView::contiguous(lengths.data(), ElementType::i32, {2});
+  TensorView ttable = TensorView::contiguous(table.data(), ElementType::i32, {2, 2});
+  AttentionOptions options;
+
+  PagedCall() {
+    options.mask = MaskKind::causal;
+    options.alignment = MaskAlignment::bottom_right;
+    options.key_lengths = &tlengths;
+    options.page_table = &ttable;
+  }
+  Status run() { return attention(tq, tk, tv, tout, options); }
+  bool out_untouched() const {
+    for (float x : out) {
+      if (x != 7.0f) return false;
+    }
+    return true;
+  }
+};
+
+template <typename CallType = Call>
 struct BadCase {
   const char* what;
-  std::function<void(Call&)> breaks;
+  std::function<void(CallType&)> breaks;
   std::vector<const char*> message_has;
 };
 
@@ -54,9 +87,10 @@ TEST(Validation, TheUnbrokenCallRuns) {
 
 // Each case breaks a valid call once: the call fails, names the argument and
 // leaves out unwritten.
-void expect_each_rejected(const std::vector<BadCase>& cases) {
-  for (const BadCase& bad : cases) {
-    Call call;
+template <typename CallType = Call>
+void expect_each_rejected(const std::vector<BadCase<CallType>>& cases) {
+  for (const BadCase<CallType>& bad : cases) {
+    CallType call;
     bad.breaks(call);
     Status status = call.run();
     EXPECT_EQ(status.code, ErrorCode::invalid_argument) << bad.what << ": " << status.message;
@@ -220,6 +254,40 @@ TEST(Validation, BadExtentsLengthsAndOptionsAreNamedAndOutIsUntouched) {
        },
        {"window_left, window_right", "(0, -1)"}},
       {"infinite scale", [](Call& c) { c.options.scale = INFINITY; }, {"scale:", "inf"}},
+  });
+}
+
+TEST(Validation, TheUnbrokenPagedCallRuns) {
+  PagedCall call;
+  Status status = call.run();
+  EXPECT_TRUE(status.ok()) << status.message;
+  EXPECT_FALSE(call.out_untouched());
+}
+
+TEST(Validation, BadPageTablesAreNamedAndOutIsUntouched) {
+  using Paged = BadCase<PagedCall>;
+  expect_each_rejected<PagedCall>({
+      Paged{"page out of range",
+            [](PagedCall& c) { c.table[1] = 3; },
+            {"page_table:", "[0, 1] is 3", "0..2 (num_pages - 1)"}},
+      Paged{"negative page in use",
+            [](PagedCall& c) { c.table[2] = -1; },
+            {"page_table:", "[1, 0] is -1", "3 keys of sequence 1"}},
+      Paged{"table too short for the length",
+            [](PagedCall& c) { c.lengths[0] = 33; },
+            {"key_lengths:", "[0] is 33", "max_pages x page_size = 32"}},
+      Paged{"no key lengths",
+            [](PagedCall& c) { c.options.key_lengths = nullptr; },
+            {"page_table:", "needs key_lengths"}},
+      Paged{"table rows",
+            [](PagedCall& c) { c.ttable.shape[0] = 1; },
+            {"page_table:", "[B, max_pages] = [2, >= 1]", "[1, 2]"}},
+      Paged{"table type",
+            [](PagedCall& c) { c.ttable.type = ElementType::f32; },
+            {"page_table:", "i32"}},
+      Paged{"v pages differ from k",
+            [](PagedCall& c) { c.tv.shape[2] = 8; },
+            {"v:", "[num_pages, H_kv, page_size, D] (as k)", "[3, 2, 8, 64]"}},
   });
 }
 

@@ -41,6 +41,15 @@ struct AttentionOptions {
   // in bounds).
   const TensorView* key_lengths = nullptr;
 
+  // A paged KV cache (vLLM's and FlashAttention's block table): int32
+  // [B, max_pages]. k and v are then [num_pages, H_kv, page_size, D] (so
+  // FlashAttention's [num_pages, page_size, H_kv, D] memory is a view with
+  // swapped strides), and key j of sequence b is position j % page_size of
+  // page page_table[b][j / page_size]. Needs key_lengths, each at most
+  // max_pages * page_size; the entries of the pages a sequence's length
+  // covers must be in 0..num_pages - 1 and later ones are never read. CPU only.
+  const TensorView* page_table = nullptr;
+
   // Additive bias on the logits, [B or 1, H or 1, Lq, Lk], the call's element
   // type; a size-1 dimension broadcasts. -inf masks that position.
   const TensorView* bias = nullptr;
