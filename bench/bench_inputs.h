@@ -33,6 +33,10 @@ struct BenchInputs {
   // What the Halide kernels read and write: the tensors above for f32, else
   // copies in the storage dtype.
   Halide::Runtime::Buffer<> kernel_q, kernel_k, kernel_v, kernel_out;
+  // Key padding: every sequence's full length. A paged spec's kernels read
+  // kernel_k and kernel_v in pages of shuffled places.
+  Halide::Runtime::Buffer<int32_t> key_lengths, page_table;
+  Halide::Runtime::Buffer<> paged_k, paged_v;
   KernelArguments args;  // the kernel tensors and the scale, for the JIT kernels
 };
 

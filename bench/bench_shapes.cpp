@@ -28,6 +28,13 @@ const std::vector<Shape>& default_shapes() {
       {1, 32, 1, 32768, 128, kGqaDecoding},
       {8, 32, 1, 8192, 128, kGqaDecoding},
       {8, 32, 1, 32768, 128, kGqaDecoding},
+      // a paged cache of 16-position pages next to the same cache in one piece
+      {1,
+       32,
+       1,
+       8192,
+       128,
+       {"causal.br.kpad.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.f32"}},
   };
   return shapes;
 }

@@ -166,7 +166,12 @@ void ScheduleBench::build_impls(Case& c) {
   };
   add_jit("naive", "naive");
   if (options_.presets) {
-    for (const std::string& name : schedules::presets_for(target_)) add_jit(name, name);
+    const std::vector<std::string>& only = options_.preset_names;
+    for (const std::string& name : schedules::presets_for(target_)) {
+      if (only.empty() || std::find(only.begin(), only.end(), name) != only.end()) {
+        add_jit(name, name);
+      }
+    }
   }
   if (auto tuned = tuned_schedule_for(options_.tuned, c.where.spec, c.shape.batch, c.shape.q_len,
                                       c.shape.kv_len)) {

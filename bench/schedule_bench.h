@@ -25,6 +25,7 @@ struct BenchOptions {
   TimingOptions timing;
   bool quick = false;
   bool presets = true;
+  std::vector<std::string> preset_names;  // only these presets (empty: all of the target's)
   // Timed as "tuned" (tuned_schedule_for).
   TunedSchedules tuned;
   bool autoschedulers = false;     // Halide's x86 autoschedulers at each shape

@@ -16,7 +16,7 @@ namespace {
 
 struct BenchArgs {
   std::string db, json, torch = "auto", command;
-  std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs;
+  std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets;
   std::vector<int> threads = {2};
   double min_time = 0.5;
   bool no_autoschedulers = false, no_presets = false;
@@ -27,6 +27,7 @@ int run_bench(const BenchArgs& args) {
   options.threads = args.threads;
   options.timing.min_seconds = args.min_time;
   options.presets = !args.no_presets;
+  options.preset_names = args.presets;
   options.autoschedulers = !args.no_autoschedulers;
   options.specs = args.specs;
   if (!args.db.empty()) {
@@ -72,6 +73,9 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
                   "A Python with PyTorch, 'auto' (the project's .venv) or 'none'");
   cmd->add_flag("--no-autoschedulers", args->no_autoschedulers, "Skip Halide's autoschedulers");
   cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
+  cmd->add_option("--presets", args->presets, "Only these presets, comma separated")
+      ->delimiter(',')
+      ->excludes("--no-presets");
   return [cmd, args] { return *cmd ? run_bench(*args) : -1; };
 }
 

@@ -1,0 +1,49 @@
+#include "paged_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace attnforge {
+
+namespace {
+
+// The address of element (x0, x1, x2, x3) of a 4-D host buffer.
+uint8_t* address_of(const halide_buffer_t& buffer, int x0, int x1, int x2, int x3) {
+  const int at[4] = {x0, x1, x2, x3};
+  int64_t offset = 0;
+  for (int n = 0; n < 4; ++n) offset += static_cast<int64_t>(at[n]) * buffer.dim[n].stride;
+  return buffer.host + offset * ((buffer.type.bits + 7) / 8);
+}
+
+}  // namespace
+
+std::vector<int32_t> shuffled_page_table(int batch, int page_width, uint32_t seed) {
+  std::vector<int32_t> table(static_cast<size_t>(batch) * page_width);
+  std::iota(table.begin(), table.end(), 0);
+  std::mt19937 rng(seed);
+  std::shuffle(table.begin(), table.end(), rng);
+  return table;
+}
+
+void scatter_into_pages(const halide_buffer_t& contiguous, halide_buffer_t& pages,
+                        const std::vector<int32_t>& table, int page_width) {
+  const int head_dim = contiguous.dim[0].extent, length = contiguous.dim[1].extent;
+  const int heads = contiguous.dim[2].extent, batch = contiguous.dim[3].extent;
+  const int page_size = pages.dim[1].extent;
+  const size_t element = (contiguous.type.bits + 7) / 8;
+  for (int b = 0; b < batch; ++b) {
+    for (int position = 0; position < length; ++position) {
+      const int page = table[position / page_size + b * page_width];
+      for (int h = 0; h < heads; ++h) {
+        for (int d = 0; d < head_dim; ++d) {
+          std::memcpy(address_of(pages, d, position % page_size, h, page),
+                      address_of(contiguous, d, position, h, b), element);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace attnforge
