@@ -61,7 +61,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     in.v = *v_;
     in.q_len = q_->dim(1).extent();
     in.kv_len = k_->dim(1).extent();
-    if (spec_.paged()) read_pages(in);
+    if (spec_.paged()) {
+      read_pages(in);
+    } else {
+      in.k_buffer = Halide::ImageParam(*k_).parameter();
+      in.v_buffer = Halide::ImageParam(*v_).parameter();
+    }
     in.scale = *scale_;
     if (key_lengths_) in.key_lengths = *key_lengths_;
     if (bias_) in.bias = *bias_;

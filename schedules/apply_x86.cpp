@@ -229,6 +229,11 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
   SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
                        f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
+  if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
+    for (const Halide::Parameter& buffer : {p.inputs.k_buffer, p.inputs.v_buffer}) {
+      f.state.update().prefetch(buffer, rb, rb, s.prefetch_blocks);
+    }
+  }
   return tile;
 }
 

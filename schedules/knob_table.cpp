@@ -98,6 +98,9 @@ void add_tile_rows(std::vector<KnobRow>& rows) {
   rows.push_back(KnobRow::of<&Schedule::pv_chunk>("pv_chunk", Scope::cpu)
                      .on_cpu(tiled({0, 16, 32, 64, 128}, {8, 512, false, 0}))
                      .omitted_when_unset());
+  rows.push_back(KnobRow::of<&Schedule::prefetch_blocks>("prefetch_blocks", Scope::cpu)
+                     .on_cpu({{0, 1}, between(0, 4), {Form::materialized, Form::fused}})
+                     .omitted_when_unset());
 }
 
 // A layer's projection GEMMs. Blocks are multiples of every register-tile row count.

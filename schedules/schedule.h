@@ -69,6 +69,11 @@ struct Schedule {
   // MQA), so each K/V row it reads serves every query head of the group.
   bool group_heads = false;
   DotAxis dot_axis = DotAxis::queries;  // CPU
+  // CPU, online form: at each key block, prefetch the K and V rows of the
+  // block this many ahead (0: none), so the memory stream runs on while the
+  // block's softmax computes. A paged cache is read through its table and is
+  // not prefetched.
+  int prefetch_blocks = 0;
 
   // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
   // vectors x rows, row blocks kept in cache while every weight column passes,

@@ -20,7 +20,7 @@ using testing::host_has_presets;
 using testing::preset_for;
 
 // The host's online preset with q.k along the head dim: 4-row tiles, 2x2
-// register tiles, key blocks of two vectors.
+// register tiles, key blocks of two vectors, the next block prefetched.
 Schedule dots_along_head_dim(bool group_heads, int kv_splits) {
   Schedule s = schedules::load_preset(preset_for("online"));
   s.dot_axis = DotAxis::head_dim;
@@ -32,6 +32,7 @@ Schedule dots_along_head_dim(bool group_heads, int kv_splits) {
   s.pv_vectors = 2;
   s.key_block = 2 * s.vector_width;
   s.kv_splits = kv_splits;
+  s.prefetch_blocks = 1;
   s.parallel = {schedules::ParallelLoop::batch, schedules::ParallelLoop::heads,
                 schedules::ParallelLoop::query_tiles};
   if (kv_splits > 1) s.parallel.push_back(schedules::ParallelLoop::kv_splits);
