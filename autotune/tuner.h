@@ -22,6 +22,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -51,6 +52,9 @@ struct TuneOptions {
   double min_measure_seconds = 0.2;
   bool autoschedulers = true;  // also measure Halide's x86 autoschedulers (once per database)
   size_t max_candidates = 0;   // stop after this many proposals (0: only the time budget)
+  // Knobs searched over only these values (codes, see KnobRow), e.g. to
+  // search a smaller space; parse_knob_values reads them from text.
+  std::map<std::string, std::vector<int>> knob_values;
   // Rounds in which the `finalists` fastest candidates and the fastest preset
   // are measured again (0: none); the search leaves time for them.
   int confirm_rounds = 3;

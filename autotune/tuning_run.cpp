@@ -75,9 +75,10 @@ CostEstimator TuningRun::cost_model() const {
 }
 
 void TuningRun::search() {
-  const schedules::ScheduleSpace space =
-      options_.layer ? schedules::ScheduleSpace(*options_.layer, options_.target)
-                     : schedules::ScheduleSpace(options_.spec, options_.target);
+  schedules::ScheduleSpace space = options_.layer
+                                       ? schedules::ScheduleSpace(*options_.layer, options_.target)
+                                       : schedules::ScheduleSpace(options_.spec, options_.target);
+  for (const auto& [name, values] : options_.knob_values) space.restrict_knob(name, values);
   auto strategy = make_strategy(options_.strategy, space, options_.seed,
                                 run_seeds(options_, database_, space, presets_), cost_model());
   const size_t max_candidates = options_.max_candidates;

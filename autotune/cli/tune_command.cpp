@@ -1,10 +1,13 @@
-// attnforge tune: search schedules for one spec and shape on this machine,
-// then draw the database's tuning curve next to it.
+// attnforge tune: search schedules for one spec and shape (or each job of a
+// plan) on this machine, then draw the database's tuning curve next to it.
 #include <fmt/format.h>
 
 #include <cstdio>
 
+#include "autotune/knob_values.h"
+#include "autotune/shard_choice.h"
 #include "autotune/tuner.h"
+#include "autotune/tuning_plan.h"
 #include "commands.h"
 #include "spec/attention_spec.h"
 #include "spec/layer_spec.h"
@@ -18,10 +21,13 @@ using namespace attnforge::autotune;
 
 struct TuneArgs {
   std::string spec, target = "host", shape, budget = "3m", strategy = "evolutionary", db;
-  std::string shard = "0/1";
+  std::string shard = "0/1", plan;
+  std::vector<std::string> knobs;
   uint32_t seed = 1;
-  int threads = 0, jobs = 2, confirm = 3;
+  int threads = 0, jobs = 2, confirm = 3, shard_count = 0;
+  size_t max_candidates = 0;
   double timeout = 120;
+  bool no_autoschedulers = false;
 };
 
 // B,H,Lq,Lk with H equal to the spec's heads.
@@ -39,17 +45,8 @@ TuningShape parse_shape(const std::string& text, const std::string& spec, int he
   return {b, lq, lk};
 }
 
-void parse_shard(const std::string& text, TuneOptions& options) {
-  int i = -1, n = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n) {
-    throw CLI::ValidationError("--shard", "'" + text + "' is not i/n with 0 <= i < n");
-  }
-  options.shard = i;
-  options.shards = n;
-}
-
-int run_tune(const TuneArgs& args) {
+// One job: the spec, shape and target of the command line or of a plan's line.
+int run_tune(const TuneArgs& args, const ShardChoice& shard) {
   TuneOptions options;
   if (names_a_layer(args.spec)) {
     options.layer = LayerSpec::parse(args.spec);
@@ -70,7 +67,11 @@ int run_tune(const TuneArgs& args) {
   options.runner.parallel_jobs = args.jobs;
   options.confirm_rounds = args.confirm;
   options.runner.timeout_seconds = args.timeout;
-  parse_shard(args.shard, options);
+  options.max_candidates = args.max_candidates;
+  for (const std::string& text : args.knobs) options.knob_values.insert(parse_knob_values(text));
+  options.autoschedulers = !args.no_autoschedulers;
+  options.shard = shard.index;
+  options.shards = shard.count;
   Database db(args.db);
   if (db.skipped_lines() > 0) {
     fmt::print(stderr, "{}: skipped {} lines that are not records\n", args.db, db.skipped_lines());
@@ -97,6 +98,29 @@ int run_tune(const TuneArgs& args) {
   return 0;
 }
 
+// The command line's job, or every job of the plan in order, each with the
+// whole budget, this process's share of each.
+int run_tune_command(const TuneArgs& args) {
+  if (args.plan.empty() == (args.spec.empty() || args.shape.empty())) {
+    throw CLI::ValidationError("--plan",
+                               "give either --spec and --shape, or --plan FILE (not both)");
+  }
+  const ShardChoice shard = parse_shard(args.shard, args.shard_count);
+  if (args.shard != "0/1") fmt::print(stderr, "shard {} of {}\n", shard.index, shard.count);
+  if (args.plan.empty()) return run_tune(args, shard);
+  const std::vector<PlannedJob> jobs = read_plan(args.plan);
+  for (const PlannedJob& job : jobs) {
+    fmt::print(stderr, "{}:{}: {} {} on {}\n", args.plan, job.line, job.spec, job.shape,
+               job.target);
+    TuneArgs one = args;
+    one.spec = job.spec;
+    one.shape = job.shape;
+    one.target = job.target;
+    if (int status = run_tune(one, shard); status != 0) return status;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action add_tune_command(CLI::App& app) {
@@ -104,10 +128,12 @@ Action add_tune_command(CLI::App& app) {
   CLI::App* tune = app.add_subcommand("tune", "Search schedules for one spec and shape");
   tune->add_option("--spec", args->spec,
                    "Attention spec (e.g. causal.mha8.d64.f32) or layer spec (e.g. "
-                   "self.dm512.full.mha8.d64.f32)")
-      ->required();
+                   "self.dm512.full.mha8.d64.f32)");
   tune->add_option("--target", args->target, "Halide target (default: host)");
-  tune->add_option("--shape", args->shape, "B,H,Lq,Lk, e.g. 1,8,2048,2048")->required();
+  tune->add_option("--shape", args->shape, "B,H,Lq,Lk, e.g. 1,8,2048,2048");
+  tune->add_option("--plan", args->plan,
+                   "Tune each job of this file, one '<spec> <B,H,Lq,Lk> [<target>]' per line, "
+                   "instead of --spec and --shape");
   tune->add_option("--budget", args->budget, "Time budget: 90s, 3m, 1h (default 3m)");
   tune->add_option("--strategy", args->strategy,
                    "exhaustive, random, evolutionary, model, or gpu-model (CUDA targets: "
@@ -122,8 +148,22 @@ Action add_tune_command(CLI::App& app) {
                    "Rounds in which the finalists are measured again at the end (default 3; 0: "
                    "none)")
       ->check(CLI::Range(0, 10));
-  tune->add_option("--shard", args->shard, "This machine's share: i/n (default 0/1)");
-  return [tune, args] { return *tune ? run_tune(*args) : -1; };
+  tune->add_option("--shard", args->shard,
+                   "This machine's share: i/n (default 0/1), or auto: the task of a Slurm job "
+                   "array or a Kubernetes indexed job");
+  tune->add_option("--shard-count", args->shard_count,
+                   "With --shard auto in a Kubernetes indexed job: its number of tasks "
+                   "(default: ATTNFORGE_SHARD_COUNT)")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--max-candidates", args->max_candidates,
+                   "Stop after this many proposals, measured here or by other shards (default: "
+                   "the budget only)");
+  tune->add_option("--knob", args->knobs,
+                   "Search a knob over only these values: name=v1,v2 (repeatable), e.g. "
+                   "key_block=32,64 or form=online");
+  tune->add_flag("--no-autoschedulers", args->no_autoschedulers,
+                 "Do not time Halide's autoschedulers (e.g. on all shards but one)");
+  return [tune, args] { return *tune ? run_tune_command(*args) : -1; };
 }
 
 }  // namespace attnforge::cli
