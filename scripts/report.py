@@ -115,17 +115,23 @@ def main():
     lines += ["Every implementation's output was checked against the naive baseline's before "
               "it was timed. Times are medians of repeats (min and max alongside); GFLOP/s count "
               "the useful work of Q.K^T and P.V (masked pairs excluded); percent of peak is of "
-              "an FMA loop measured in the same run at the same thread count.", ""]
+              "an FMA loop measured in the same run at the same thread count. Where a table has "
+              "% bw (decoding: at most 16 query rows, memory-bound), it is the bytes attention "
+              "must read and write over the median time, as a percent of the read bandwidth "
+              "measured in the same run.", ""]
     for (spec, shape, threads), group in by.items():
         lines += [f"## {spec}, {shape}, {threads} threads", ""]
         for ratio in ratios(group):
             lines.append(f"- tuned: {ratio}")
-        lines += ["", "| implementation | median ms | min–max ms | GFLOP/s | % peak | vs naive |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        bandwidth = any(r.get("pct_bandwidth", 0) > 0 for r in group)
+        lines += ["", "| implementation | median ms | min–max ms | GFLOP/s | % peak | vs naive |"
+                  + (" % bw |" if bandwidth else ""),
+                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if bandwidth else "")]
         for r in sorted(group, key=lambda r: r["ms_median"]):
             lines.append(f"| {r['impl']} | {r['ms_median']:.3f} | {r['ms_min']:.3f}–"
                          f"{r['ms_max']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | "
-                         f"{r['speedup_vs_naive']:.1f}x |")
+                         f"{r['speedup_vs_naive']:.1f}x |"
+                         + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else ""))
         lines.append("")
     lines += ["## Charts", "", "![Speedup over the naive baseline](speedup.png)", "",
               "![Percent of the measured FMA peak](peak.png)", ""]
