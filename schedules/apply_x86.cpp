@@ -144,9 +144,9 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .vectorize(lane)
       .unroll(pii)
       .unroll(pki);
-  // The horizontal sum in two steps: quarters of the vector added as
-  // vectors, then four scalars. A single vector reduction of floats is
-  // ordered, one dependent add per lane.
+  // The horizontal sum in two steps: the vector's four quarters added as
+  // vectors, then the lanes of one quarter as scalars. A single vector
+  // reduction of floats is ordered, one dependent add per lane.
   RVar lane_quarter("lane_quarter"), in_quarter("in_quarter");
   Var quarter_lane("quarter_lane");
   const int quarter = std::max(s.vector_width / 4, 1);
