@@ -6,8 +6,6 @@
 #include <limits>
 #include <random>
 
-#include "spec/paged_cache.h"
-
 namespace attnforge::autotune {
 
 namespace {
@@ -80,18 +78,10 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
     args_.key_lengths = key_lengths_.raw_buffer();
   }
   if (spec.paged()) {
-    const int width = (shape.kv_len + spec.page_size - 1) / spec.page_size;
-    const std::vector<int32_t> table = shuffled_page_table(B, width, seed);
-    page_table_ = Tensor(halide_type_t(halide_type_int, 32), width, B);
-    std::copy(table.begin(), table.end(), static_cast<int32_t*>(page_table_.data()));
-    for (auto [paged, cache] : {std::pair{&paged_k_, &k_}, std::pair{&paged_v_, &v_}}) {
-      *paged = make(D, spec.page_size, Hkv, B * width);
-      fill(*paged, -1, 1, seed + 4);
-      scatter_into_pages(*cache->raw_buffer(), *paged->raw_buffer(), table, width);
-    }
-    args_.k = paged_k_.raw_buffer();
-    args_.v = paged_v_.raw_buffer();
-    args_.page_table = page_table_.raw_buffer();
+    paged_ = page_cache(*k_.raw_buffer(), *v_.raw_buffer(), spec.page_size, seed);
+    args_.k = paged_.k.raw_buffer();
+    args_.v = paged_.v.raw_buffer();
+    args_.page_table = paged_.table.raw_buffer();
   }
   if (spec.bias == BiasKind::tensor) {
     bias_ = make(shape.kv_len, shape.q_len, H, B);

@@ -10,6 +10,7 @@
 
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
+#include "spec/paged_cache.h"
 
 namespace attnforge::autotune {
 
@@ -43,7 +44,7 @@ class TuningInputs {
 
   AttentionSpec spec_;
   Tensor q_, k_, v_, out_, bias_, key_lengths_, slopes_;
-  Tensor paged_k_, paged_v_, page_table_;  // paged specs: k and v in pages
+  PagedCache paged_;  // paged specs: k and v in pages
   KernelArguments args_;
 };
 

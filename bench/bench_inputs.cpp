@@ -5,7 +5,6 @@
 #include <random>
 
 #include "spec/half_precision.h"
-#include "spec/paged_cache.h"
 
 namespace attnforge::bench {
 
@@ -54,19 +53,10 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
     args.key_lengths = key_lengths.raw_buffer();
   }
   if (spec.paged()) {
-    const int width = (shape.kv_len + spec.page_size - 1) / spec.page_size;
-    const std::vector<int32_t> table = shuffled_page_table(shape.batch, width, seed);
-    page_table = Halide::Runtime::Buffer<int32_t>(width, shape.batch);
-    std::copy(table.begin(), table.end(), page_table.begin());
-    for (auto [paged, cache] : {std::pair{&paged_k, &kernel_k}, std::pair{&paged_v, &kernel_v}}) {
-      *paged = Halide::Runtime::Buffer<>(halide_type_of(spec.dtype), shape.head_dim, spec.page_size,
-                                         spec.kv_heads, shape.batch * width);
-      std::fill_n(static_cast<uint8_t*>(paged->data()), paged->size_in_bytes(), 0);
-      scatter_into_pages(*cache->raw_buffer(), *paged->raw_buffer(), table, width);
-    }
-    args.k = paged_k.raw_buffer();
-    args.v = paged_v.raw_buffer();
-    args.page_table = page_table.raw_buffer();
+    paged = page_cache(*kernel_k.raw_buffer(), *kernel_v.raw_buffer(), spec.page_size, seed);
+    args.k = paged.k.raw_buffer();
+    args.v = paged.v.raw_buffer();
+    args.page_table = paged.table.raw_buffer();
   }
 }
 

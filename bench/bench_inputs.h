@@ -9,6 +9,7 @@
 #include "bench_shapes.h"
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
+#include "spec/paged_cache.h"
 
 namespace attnforge::bench {
 
@@ -34,9 +35,9 @@ struct BenchInputs {
   // copies in the storage dtype.
   Halide::Runtime::Buffer<> kernel_q, kernel_k, kernel_v, kernel_out;
   // Key padding: every sequence's full length. A paged spec's kernels read
-  // kernel_k and kernel_v in pages of shuffled places.
-  Halide::Runtime::Buffer<int32_t> key_lengths, page_table;
-  Halide::Runtime::Buffer<> paged_k, paged_v;
+  // kernel_k and kernel_v in pages at shuffled places.
+  Halide::Runtime::Buffer<int32_t> key_lengths;
+  PagedCache paged;
   KernelArguments args;  // the kernel tensors and the scale, for the JIT kernels
 };
 

@@ -3,23 +3,22 @@
 // contiguous counterparts see.
 #pragma once
 
-#include <HalideRuntime.h>
+#include <HalideBuffer.h>
 
 #include <cstdint>
-#include <vector>
 
 namespace attnforge {
 
-// A page table (page_width, batch), entry n + b * page_width the page that
-// holds positions n * page_size.. of sequence b: every page of every
-// sequence, at places shuffled by `seed` among batch * page_width pages.
-std::vector<int32_t> shuffled_page_table(int batch, int page_width, uint32_t seed);
+struct PagedCache {
+  // (max_pages, B): entry (n, b) is the page holding positions n * P.. of sequence b.
+  Halide::Runtime::Buffer<int32_t> table;
+  // (d, position in page, kv head, page); positions past the cache's length are 0.
+  Halide::Runtime::Buffer<> k, v;
+};
 
-// Copies each position of `contiguous` (d, position, kv head, batch) to its
-// place in `pages` (d, position in page, kv head, page) under `table` (as
-// shuffled_page_table gives it). Both buffers are on the host, of one element
-// type; positions past the contiguous length are left as they are.
-void scatter_into_pages(const halide_buffer_t& contiguous, halide_buffer_t& pages,
-                        const std::vector<int32_t>& table, int page_width);
+// k and v (d, position, kv head, batch) on the host, in pages of `page_size`
+// positions at places among B * max_pages pages shuffled by `seed`.
+PagedCache page_cache(const halide_buffer_t& k, const halide_buffer_t& v, int page_size,
+                      uint32_t seed);
 
 }  // namespace attnforge
