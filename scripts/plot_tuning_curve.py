@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Plots the tuning curve (best so far against time) of every (spec, target,
-shape bucket) in a tuning database, and says when half of the final gain over
-the best preset was reached. Records are read as the database reads them: the
-current generation of each group, and the newest record of each schedule.
+"""Plots the tuning curve (best search timing so far against time, which never
+rises, and the confirmed best as its own marker) of every (spec, target, shape
+bucket) in a tuning database, and says when half of the final gain over the
+best preset was reached. Of each group, the current generation is drawn, as
+the database reads it.
 
 usage: plot_tuning_curve.py DATABASE.jsonl OUT.png
 """
 import json
 import sys
+from collections import namedtuple
 from datetime import datetime
 
 
@@ -45,46 +47,66 @@ def seconds(record, start):
     return (datetime.fromisoformat(record["time"].rstrip("Z")) - start).total_seconds()
 
 
+Curve = namedtuple("Curve", "times best preset confirmed confirmed_preset")
+Curve.__doc__ = """A tuning curve. times, best: the lowest search timing so far, which
+never rises; preset: the best preset's search timing. Finalists measured again
+at the end (confirmations) stand apart, because a search's luckiest timing may
+lie below them: confirmed is the confirmed best as (seconds, ms), the tuning
+result, and confirmed_preset the best preset's confirmed ms; None if none."""
+
+
 def curve(records):
-    """(times, best so far, best preset) over schedule records, in time order.
-    As in the database, the newest record of a schedule stands for it, and
-    once finalists were confirmed (measured again) only confirmed schedules
-    compete: the curve ends at the confirmed best, which may lie above the
-    search's luckiest timing."""
+    """The Curve of a group's schedule records, in time order."""
     records = sorted(records, key=lambda r: r["time"])  # stable: of equal times, file order
     start = datetime.fromisoformat(records[0]["time"].rstrip("Z"))
-    standing, confirmed, presets = {}, set(), set()
-    times, best, preset = [], [], None
+    times, best = [], []
+    preset, confirmed, confirmed_preset = None, None, None
     for r in records:
-        if not isinstance(r["schedule"], dict):
+        if not isinstance(r["schedule"], dict) or r["status"] != "ok":
             continue
-        key = json.dumps(r["schedule"], sort_keys=True)
-        standing[key] = r["ms_median"] if r["status"] == "ok" else None
-        confirmed.discard(key)
-        if r.get("confirmation") and r["status"] == "ok":
-            confirmed.add(key)
-        if r.get("strategy", "").startswith("preset:"):
-            presets.add(key)
-        contenders = {k: ms for k, ms in standing.items()
-                      if ms is not None and (not confirmed or k in confirmed)}
-        if not contenders:
+        ms, at = r["ms_median"], seconds(r, start)
+        is_preset = r.get("strategy", "").startswith("preset:")
+        if r.get("confirmation"):
+            if confirmed is None or ms < confirmed[1]:
+                confirmed = (at, ms)
+            if is_preset:
+                confirmed_preset = lowest(confirmed_preset, ms)
             continue
-        preset_ms = [ms for k, ms in contenders.items() if k in presets]
-        preset = min(preset_ms) if preset_ms else None
-        times.append(seconds(r, start))
-        best.append(min(contenders.values()))
-    return times, best, preset
+        if is_preset:
+            preset = lowest(preset, ms)
+        times.append(at)
+        best.append(lowest(best[-1] if best else None, ms))
+    return Curve(times, best, preset, confirmed, confirmed_preset)
 
 
-def half_gain_time(times, best, preset):
-    """First time the best so far holds half of the final gain over the best preset."""
-    final_gain = preset / best[-1] - 1.0
+def lowest(a, b):
+    return b if a is None else min(a, b)
+
+
+def half_gain_time(c):
+    """First time the search's best so far holds half of its final gain over the
+    best preset, both search timings so that one measurement kind is compared."""
+    final_gain = c.preset / c.best[-1] - 1.0
     if final_gain <= 0:
         return None
-    for t, ms in zip(times, best):
-        if preset / ms - 1.0 >= final_gain / 2:
+    for t, ms in zip(c.times, c.best):
+        if c.preset / ms - 1.0 >= final_gain / 2:
             return t
     return None
+
+
+def summary(label, c):
+    """The tuning result against the best preset, confirmed figures where there are."""
+    tuned = c.confirmed[1] if c.confirmed else c.best[-1]
+    preset = c.confirmed_preset if c.confirmed_preset is not None else c.preset
+    line = f"{label}: tuned {tuned:.2f} ms"
+    if preset is None:
+        return line
+    half = half_gain_time(c)
+    when = f"half of the search's gain at {half:.0f} s" if half is not None else "no gain"
+    end = c.confirmed[0] if c.confirmed else c.times[-1]
+    return (f"{line}, {preset / tuned:.3f}x the best preset ({preset:.2f} ms); "
+            f"{when} of {end:.0f} s")
 
 
 def main():
@@ -98,21 +120,25 @@ def main():
     groups = load(sys.argv[1])
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for (spec, bucket, _), records in sorted(groups.items()):
-        times, best, preset = curve(records)
-        if not times:
+        c = curve(records)
+        if not c.times:
             continue
         label = f"{spec} {bucket}"
-        (line,) = ax.step(times, best, where="post", label=label)
-        if preset is not None:
-            ax.axhline(preset, color=line.get_color(), linestyle=":", linewidth=1)
-            half = half_gain_time(times, best, preset)
-            gain = preset / best[-1]
-            when = f"half of it at {half:.0f} s" if half is not None else "no gain"
-            print(f"{label}: tuned {best[-1]:.2f} ms, {gain:.3f}x the best preset "
-                  f"({preset:.2f} ms); {when} of {times[-1]:.0f} s")
+        (line,) = ax.step(c.times, c.best, where="post", label=label)
+        color = line.get_color()
+        if c.preset is not None:
+            ax.axhline(c.preset, color=color, linestyle=":", linewidth=1)
+        if c.confirmed:
+            ax.plot(*c.confirmed, marker="*", markersize=12, linestyle="none", color=color,
+                    label=f"{label}: confirmed best")
+            if c.confirmed_preset is not None:
+                ax.plot(c.confirmed[0], c.confirmed_preset, marker="o", fillstyle="none",
+                        linestyle="none", color=color)
+        print(summary(label, c))
     ax.set_xlabel("seconds since the first record (the reference run precedes it)")
     ax.set_ylabel("best so far (ms, median)")
-    ax.set_title("Tuning curve (dotted: best preset)")
+    ax.set_title("Tuning curve (line: best search timing so far; dotted: best preset;\n"
+                 "star: confirmed best; circle: best preset confirmed)", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -39,12 +39,13 @@ class TuningCurveTest(unittest.TestCase):
             record("0.2.0", "2026-02-01T10:00:30Z", 50.0, tile=32),
             record("0.2.0", "2026-02-01T10:02:00Z", 40.0, tile=16),
         ], torn_tail='{"spec": "full.mha8')
-        times, best, preset = plot.curve(records)
-        self.assertEqual(times, [0.0, 30.0, 120.0])
-        self.assertEqual(best, [60.0, 50.0, 40.0])
-        self.assertEqual(preset, 60.0)
+        c = plot.curve(records)
+        self.assertEqual(c.times, [0.0, 30.0, 120.0])
+        self.assertEqual(c.best, [60.0, 50.0, 40.0])
+        self.assertEqual(c.preset, 60.0)
+        self.assertIsNone(c.confirmed)
         # Final gain 0.5; 60/50 - 1 = 0.2 is under half of it, 60/40 - 1 reaches it.
-        self.assertEqual(plot.half_gain_time(times, best, preset), 120.0)
+        self.assertEqual(plot.half_gain_time(c), 120.0)
 
     def test_a_generation_with_only_failures_keeps_the_older_curve(self):
         records = self.load([
@@ -52,14 +53,15 @@ class TuningCurveTest(unittest.TestCase):
             record("0.1.0", "2026-01-01T10:00:20Z", 25.0),
             record("0.2.0", "2026-02-01T10:00:00Z", 0.0, status="crashed"),
         ])
-        times, best, preset = plot.curve(records)
-        self.assertEqual(times, [0.0, 20.0])
-        self.assertEqual(best, [50.0, 25.0])
-        self.assertEqual(plot.half_gain_time(times, best, preset), 20.0)
+        c = plot.curve(records)
+        self.assertEqual(c.times, [0.0, 20.0])
+        self.assertEqual(c.best, [50.0, 25.0])
+        self.assertEqual(plot.half_gain_time(c), 20.0)
 
-    def test_confirmations_replace_search_timings(self):
+    def test_confirmations_are_a_marker_apart_from_the_search_line(self):
         # A lucky search timing and a disturbed preset, both measured again at the
-        # end; from then on an unconfirmed schedule no longer competes.
+        # end. The line keeps the search's best and never rises; the confirmed
+        # best is the tuning result, and the preset's confirmed figure is its own.
         records = self.load([
             record("0.1.0", "2026-01-01T10:00:00Z", 60.0, "preset:a", tile=64),
             record("0.1.0", "2026-01-01T10:00:10Z", 48.0, tile=32),
@@ -70,18 +72,31 @@ class TuningCurveTest(unittest.TestCase):
             record("0.1.0", "2026-01-01T10:03:00Z", 50.0, "preset:a", tile=64,
                    confirmation=True),
         ])
-        times, best, preset = plot.curve(records)
-        self.assertEqual(best, [60.0, 48.0, 30.0, 30.0, 45.0, 45.0, 45.0])
-        self.assertEqual(times[-1], 180.0)
-        self.assertEqual(preset, 50.0)
+        c = plot.curve(records)
+        self.assertEqual(c.times, [0.0, 10.0, 20.0, 30.0])
+        self.assertEqual(c.best, [60.0, 48.0, 30.0, 30.0])
+        self.assertEqual(c.preset, 60.0)
+        self.assertEqual(c.confirmed, (180.0, 45.0))
+        self.assertEqual(c.confirmed_preset, 50.0)
+        # The result is confirmed against confirmed: 50 / 45.
+        self.assertIn("tuned 45.00 ms, 1.111x the best preset (50.00 ms)", plot.summary("g", c))
+        # Search against search: final gain 60/30 - 1 = 1; 60/48 - 1 = 0.25 is under half.
+        self.assertEqual(plot.half_gain_time(c), 20.0)
+
+    def test_a_slower_measurement_never_raises_the_line(self):
+        records = self.load([
+            record("0.1.0", "2026-01-01T10:00:00Z", 60.0, "preset:a", tile=64),
+            record("0.1.0", "2026-01-01T10:00:10Z", 40.0, tile=32),
+            record("0.1.0", "2026-01-01T10:00:20Z", 55.0, tile=32),  # same schedule, disturbed
+        ])
+        self.assertEqual(plot.curve(records).best, [60.0, 40.0, 40.0])
 
     def test_no_gain_over_the_preset_has_no_half_time(self):
         records = self.load([
             record("0.1.0", "2026-01-01T10:00:00Z", 40.0, "preset:a", tile=64),
             record("0.1.0", "2026-01-01T10:00:20Z", 45.0),
         ])
-        times, best, preset = plot.curve(records)
-        self.assertIsNone(plot.half_gain_time(times, best, preset))
+        self.assertIsNone(plot.half_gain_time(plot.curve(records)))
 
 
 if __name__ == "__main__":
