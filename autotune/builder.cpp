@@ -88,11 +88,13 @@ JitLayerBuild build_jit_layer(const LayerSpec& spec, const Halide::Target& targe
   });
 }
 
-AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
-                   const std::string& function, AotOutput output) {
-  if (!candidate.autoscheduler.name.empty()) {
-    throw KernelError("AOT builds take attnforge schedules, not Halide's autoschedulers");
-  }
+namespace {
+
+// One Generator compiled to code and header, without the Halide runtime;
+// `what` names it in a compile error.
+AotFiles execute_aot(const std::string& generator, const std::map<std::string, std::string>& params,
+                     const Halide::Target& target, const std::filesystem::path& dir,
+                     const std::string& function, AotOutput output, const std::string& what) {
   std::filesystem::create_directories(dir);
   Halide::Internal::ExecuteGeneratorArgs args;
   args.output_dir = dir.string();
@@ -100,23 +102,38 @@ AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
   args.output_types = {
       object ? Halide::OutputFileType::object : Halide::OutputFileType::static_library,
       Halide::OutputFileType::c_header};
-  args.targets = {candidate.target.with_feature(Halide::Target::NoRuntime)};
-  args.generator_name = "attention";
+  args.targets = {target.with_feature(Halide::Target::NoRuntime)};
+  args.generator_name = generator;
   args.function_name = function;
   args.file_base_name = function;
   args.create_generator = [](const std::string& name, const Halide::GeneratorContext& context) {
     return Halide::Internal::GeneratorRegistry::create(name, context);
   };
-  for (const auto& [name, value] : generator_params(candidate)) {
-    args.generator_params[name] = value;
-  }
+  for (const auto& [name, value] : params) args.generator_params[name] = value;
   try {
     Halide::Internal::execute_generator(args);
   } catch (const Halide::Error& error) {
-    throw KernelError("compiling " + candidate.spec.to_string() + " for " +
-                      candidate.target.to_string() + ": " + error.what());
+    throw KernelError("compiling " + what + " for " + target.to_string() + ": " + error.what());
   }
   return {dir / (function + (object ? ".o" : ".a")), dir / (function + ".h")};
+}
+
+}  // namespace
+
+AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
+                   const std::string& function, AotOutput output) {
+  if (!candidate.autoscheduler.name.empty()) {
+    throw KernelError("AOT builds take attnforge schedules, not Halide's autoschedulers");
+  }
+  return execute_aot("attention", generator_params(candidate), candidate.target, dir, function,
+                     output, candidate.spec.to_string());
+}
+
+AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
+                         const std::string& schedule, const std::filesystem::path& dir,
+                         const std::string& function, AotOutput output) {
+  return execute_aot("mha_layer", {{"spec", spec.to_string()}, {"schedule", schedule}}, target, dir,
+                     function, output, spec.to_string());
 }
 
 std::filesystem::path build_runtime(const Halide::Target& target,

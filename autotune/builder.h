@@ -81,6 +81,11 @@ struct AotFiles {
 AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
                    const std::string& function, AotOutput output = AotOutput::static_library);
 
+// The layer under `schedule` ("naive", a preset name or schedule JSON), as build_aot.
+AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
+                         const std::string& schedule, const std::filesystem::path& dir,
+                         const std::string& function, AotOutput output = AotOutput::static_library);
+
 // The Halide runtime for `target` (shared by every kernel of that target).
 std::filesystem::path build_runtime(const Halide::Target& target,
                                     const std::filesystem::path& library);

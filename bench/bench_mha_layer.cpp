@@ -3,8 +3,12 @@
 // same algorithm, unscheduled), layer schedules (the presets' forms with the
 // target's projection defaults, and the tuned ones of a database), the OpenBLAS
 // composition (GEMMs plus unfused attention) and, where a Python imports
-// torch, torch.nn.MultiheadAttention in eval mode. Every output is checked
-// against the naive kernel's, then they are timed in turns; rows as the other benchmarks.
+// torch, torch.nn.MultiheadAttention in eval mode. The layer also runs ahead of
+// time, through attnforge::mha_layer and the kernel package linked in (its
+// generic kernels for the default specs, emitted at build time): row
+// aot_runtime, the same schedule as its JIT row, so the two agree within noise.
+// Every output is checked against the naive kernel's, then they are timed in
+// turns; rows as the other benchmarks.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "attnforge/halide_view.h"
+#include "attnforge/mha_layer.h"
 #include "bench/bench_rows.h"
 #include "bench/fma_peak.h"
 #include "bench/layer_inputs.h"
@@ -60,11 +66,46 @@ std::string layer_shape_label(const LayerSpec& spec, LayerShape shape) {
                      spec.attention.heads);
 }
 
+// The layer through the runtime: views of the inputs' tensors and the options
+// that ask for the spec's layer kernel (no key padding or bias: the inputs have none).
+struct RuntimeLayerCall {
+  RuntimeLayerCall(const LayerSpec& spec, LayerInputs& in)
+      : x(view_of(*in.x.raw_buffer())),
+        w_qkv(view_of(*in.w_qkv.raw_buffer())),
+        b_qkv(view_of(*in.b_qkv.raw_buffer())),
+        w_o(view_of(*in.w_o.raw_buffer())),
+        b_o(view_of(*in.b_o.raw_buffer())),
+        out(view_of(*in.out.raw_buffer())) {
+    p.w_qkv = &w_qkv;
+    p.w_o = &w_o;
+    if (spec.projection_bias) {
+      p.b_qkv = &b_qkv;
+      p.b_o = &b_o;
+    }
+    const AttentionSpec& a = spec.attention;
+    options.heads = a.heads;
+    options.kv_heads = a.kv_heads;
+    options.attention.mask = a.mask == PositionMask::causal   ? MaskKind::causal
+                             : a.mask == PositionMask::window ? MaskKind::sliding_window
+                                                              : MaskKind::none;
+    options.attention.window_left = a.window_left;
+    options.attention.window_right = a.window_right;
+    options.attention.alignment = a.alignment == Alignment::bottom_right
+                                      ? MaskAlignment::bottom_right
+                                      : MaskAlignment::top_left;
+  }
+
+  TensorView x, w_qkv, b_qkv, w_o, b_o, out;
+  LayerParameters p;
+  LayerOptions options;
+};
+
 class LayerBench {
  public:
   explicit LayerBench(const Options& options) : options_(options) {
     peak_ = measure_fma_peak(options.threads);
     JitAttention::set_num_threads(options.threads);
+    set_num_threads(options.threads);  // the AOT kernels' own Halide runtime
     if (!options.db.empty()) tuned_ = tuned_schedules(options.db);
     const int width = schedules::native_vector_width(target_);
     if (options.presets && width >= 8) {
@@ -120,6 +161,25 @@ class LayerBench {
         skip(where, name, error.what());
       }
     }
+    RuntimeLayerCall aot(spec, in);
+    KernelChoice choice;
+    const Status chosen = choose_layer_kernel(aot.x, nullptr, aot.p, aot.out, aot.options, &choice);
+    if (!chosen.ok()) {
+      skip(where, "aot_runtime", chosen.message);
+    } else if (spec.attention.key_padding || spec.attention.bias != BiasKind::none) {
+      skip(where, "aot_runtime", "the benchmark's inputs have no key lengths or bias");
+    } else {
+      auto aot_run = [&aot] {
+        const Status status = mha_layer(aot.x, aot.p, aot.out, aot.options);
+        if (!status.ok()) throw std::runtime_error(status.message);
+      };
+      if (correct(where, "aot_runtime", aot_run, in, spec.attention.dtype)) {
+        names.push_back("aot_runtime");
+        runs.push_back(aot_run);
+        notes_.push_back(
+            fmt::format("{} {} aot_runtime: {}", where.spec, where.shape, choice.function));
+      }
+    }
     OpenBlasLayer blas(spec);
     blas.set_num_threads(options_.threads);
     auto blas_run = [&] { blas.run(in, in.out.data(), shape.batch, shape.len); };
@@ -149,6 +209,7 @@ class LayerBench {
     fmt::print("target {}, {} threads, FMA peak {:.1f} GFLOP/s ({})\n", target_.to_string(),
                options_.threads, peak_.gflops, peak_.isa);
     print_rows(rows_);
+    for (const std::string& line : notes_) fmt::print("{}\n", line);
     for (const std::string& line : skipped_) fmt::print("not timed: {}\n", line);
     if (torch_.empty())
       fmt::print("no PyTorch: no torch_mha rows (scripts/bootstrap --with-torch)\n");
@@ -196,6 +257,7 @@ class LayerBench {
   std::string torch_;
   std::vector<BenchRow> rows_;
   std::vector<std::string> skipped_;
+  std::vector<std::string> notes_;  // which package kernel the aot_runtime rows ran
 };
 
 int run_main(int argc, char** argv) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "spec/layer_spec.h"
@@ -41,8 +42,17 @@ std::string first_fitting(std::initializer_list<const char*> presets, const Atte
   return "naive";
 }
 
-// A winner tuned on a machine like `target` (same GPU-ness) whose schedule fits it.
-bool usable(const Record& r, const AttentionSpec& spec, const EmitTarget& target) {
+// As the layer Generator applies it: unset projection knobs at the target's defaults.
+bool fits(const Schedule& schedule, const LayerSpec& layer, const Halide::Target& target) {
+  return !schedules::check_layer(schedules::with_projection_defaults(schedule, target), layer,
+                                 target)
+              .has_value();
+}
+
+// A winner tuned on a machine like `target` (same GPU-ness) whose schedule
+// fits it; Spec is an AttentionSpec or a LayerSpec.
+template <typename Spec>
+bool usable(const Record& r, const Spec& spec, const EmitTarget& target) {
   if (!Halide::Target::validate_target_string(r.target)) return false;
   if (Halide::Target(r.target).has_feature(Halide::Target::CUDA) != target.cuda) return false;
   try {
@@ -62,26 +72,82 @@ bool names_a_bucket(const std::string& text) {
   }
 }
 
+// The tuned kernels of `text`: of the winners of compatible targets, the
+// fastest per bucket, as copies of its generic kernel named `base` + bucket.
+template <typename Spec>
+std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
+                                         const std::string& text, const Spec& spec,
+                                         const EmitTarget& target, const std::string& base,
+                                         const PlannedKernel& generic) {
+  std::map<std::string, Record> fastest;
+  auto ships = [&](const Record& r) {
+    return r.spec == text && names_a_bucket(r.bucket) && usable(r, spec, target);
+  };
+  for (const Record& r : database.winners({"", kShippedKinds, ships})) {
+    auto it = fastest.find(r.bucket);
+    if (it == fastest.end() || r.ms_median < it->second.ms_median) {
+      fastest.insert_or_assign(r.bucket, r);
+    }
+  }
+  std::vector<PlannedKernel> kernels;
+  for (const auto& [bucket, r] : fastest) {
+    PlannedKernel k = generic;
+    k.function = base + symbol(bucket);
+    k.bucket = bucket;
+    k.shape = parse_shape_bucket(bucket);
+    k.schedule = schedules::canonical(Schedule::from_json(r.schedule)).to_json().dump();
+    k.origin = fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy);
+    kernels.push_back(k);
+  }
+  return kernels;
+}
+
+// A layer's kernels on one target: the generic kernel, the first layer preset
+// that fits, and the tuned ones.
+void plan_layer(const autotune::Database& database, const LayerSpec& layer, size_t t,
+                const EmitTarget& target, KernelPlan& result) {
+  const std::string text = layer.to_string();
+  if (target.cuda) {
+    result.skipped.push_back(text + " on " + target.tag + ": layers have CPU kernels only");
+    return;
+  }
+  std::string preset = "naive";
+  for (const char* name : {"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
+                           "materialized_avx512", "materialized_avx2"}) {
+    if (fits(schedules::load_preset(name), layer, target.target)) {
+      preset = name;
+      break;
+    }
+  }
+  const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
+  PlannedKernel generic{base + "generic", layer.attention,    t,    "generic", {0, 0, 0},
+                        preset,           "preset " + preset, layer};
+  result.kernels.push_back(generic);
+  for (PlannedKernel& k : tuned_kernels(database, text, layer, target, base, generic)) {
+    result.kernels.push_back(std::move(k));
+  }
+}
+
 }  // namespace
 
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
-                        const std::vector<AttentionSpec>& extra_specs) {
+                        const std::vector<AttentionSpec>& extra_specs,
+                        const std::vector<LayerSpec>& extra_layers) {
   KernelPlan result;
   std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
-  std::set<std::string> layers;
+  std::map<std::string, LayerSpec> layers;
   for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
+  for (const LayerSpec& layer : extra_layers) layers.emplace(layer.to_string(), layer);
   for (const Record& r : database.winners({"", kShippedKinds, {}})) {
-    if (specs.count(r.spec)) continue;
-    try {
-      specs.emplace(r.spec, AttentionSpec::parse(r.spec));
-    } catch (const SpecError&) {  // a layer, or a spec this version cannot build
-      if (names_a_layer(r.spec)) layers.insert(r.spec);
+    if (specs.count(r.spec) || layers.count(r.spec)) continue;
+    try {  // a spec this version cannot build is left out
+      if (names_a_layer(r.spec)) {
+        layers.emplace(r.spec, LayerSpec::parse(r.spec));
+      } else {
+        specs.emplace(r.spec, AttentionSpec::parse(r.spec));
+      }
+    } catch (const SpecError&) {
     }
-  }
-  for (const std::string& layer : layers) {
-    result.skipped.push_back(layer +
-                             ": layers are tuned and run through the JIT; emit ships "
-                             "attention kernels");
   }
 
   std::vector<PlannedKernel>& plan = result.kernels;
@@ -97,7 +163,9 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
           first_fitting({"online_cuda", "materialized_cuda", "online_avx512", "online_avx2",
                          "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
                         spec, target);
-      plan.push_back({base + "generic", spec, t, "generic", {0, 0, 0}, preset, "preset " + preset});
+      const PlannedKernel generic{base + "generic",  spec, t, "generic", {0, 0, 0}, preset,
+                                  "preset " + preset};
+      plan.push_back(generic);
       // Short query lengths: on a GPU key splits give the blocks work; on a
       // CPU tiles of a few rows (a KV group's heads together) stream the
       // K/V cache once, else the unfused pipeline parallelizes over heads.
@@ -112,24 +180,11 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
                       {0, 16, 0},
                       short_preset,
                       "preset " + short_preset});
-      // Of the winners of compatible targets, the fastest per bucket.
-      std::map<std::string, Record> fastest;
-      auto ships = [&text = text, &spec = spec, &target](const Record& r) {
-        return r.spec == text && names_a_bucket(r.bucket) && usable(r, spec, target);
-      };
-      for (const Record& r : database.winners({"", kShippedKinds, ships})) {
-        auto it = fastest.find(r.bucket);
-        if (it == fastest.end() || r.ms_median < it->second.ms_median) {
-          fastest.insert_or_assign(r.bucket, r);
-        }
-      }
-      for (const auto& [bucket, r] : fastest) {
-        plan.push_back(
-            {base + symbol(bucket), spec, t, bucket, parse_shape_bucket(bucket),
-             schedules::canonical(Schedule::from_json(r.schedule)).to_json().dump(),
-             fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy)});
+      for (PlannedKernel& k : tuned_kernels(database, text, spec, target, base, generic)) {
+        plan.push_back(std::move(k));
       }
     }
+    for (const auto& [text, layer] : layers) plan_layer(database, layer, t, target, result);
   }
   return result;
 }

@@ -3,16 +3,19 @@
 // kernel for short queries (decoding: up to 16 query rows, where query tiles
 // would be mostly padding, so the materialized form wins) and, per shape bucket,
 // the fastest correct schedule the tuning database holds for that spec on a
-// compatible target. The order is deterministic, so one database always
+// compatible target; layer specs get kernels of the whole MHA layer the same
+// way. The order is deterministic, so one database always
 // gives the same package sources.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autotune/database.h"
 #include "emit_target.h"
 #include "spec/attention_spec.h"
+#include "spec/layer_spec.h"
 #include "spec/shape_bucket.h"
 
 namespace attnforge::emit {
@@ -25,6 +28,10 @@ struct PlannedKernel {
   ShapeBucket shape;     // the bucket's sizes; 0 matches any
   std::string schedule;  // schedule JSON, a preset name or "naive"
   std::string origin;    // where the schedule comes from, for the manifest
+  std::optional<LayerSpec> layer;  // a whole MHA layer's kernel; spec is then its attention
+
+  // The canonical spec the kernel table names: the layer's when it is one.
+  std::string spec_text() const { return layer ? layer->to_string() : spec.to_string(); }
 };
 
 struct KernelPlan {
@@ -33,8 +40,11 @@ struct KernelPlan {
 };
 
 // The tuned kernels are the database's winners (Database::winners) that fit
-// each target; extra_specs: specs to include even with no record.
+// each target; extra_specs, extra_layers: specs to include even with no
+// record. Layers (whole MHA layers, CPU only) get a generic kernel and the
+// tuned ones, but no short-query kernel: they read no KV cache to stream.
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
-                        const std::vector<AttentionSpec>& extra_specs);
+                        const std::vector<AttentionSpec>& extra_specs,
+                        const std::vector<LayerSpec>& extra_layers = {});
 
 }  // namespace attnforge::emit

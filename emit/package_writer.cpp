@@ -85,8 +85,13 @@ std::vector<PlannedKernel> compile_kernels(
     }
     const Halide::Target target = targets[k.target].target;
     jobs.push_back([k, target, work](autotune::MeasurementGate&) {
-      autotune::build_aot({k.spec, target, k.schedule}, work, k.function,
-                          autotune::AotOutput::object);
+      if (k.layer) {
+        autotune::build_layer_aot(*k.layer, target, k.schedule, work, k.function,
+                                  autotune::AotOutput::object);
+      } else {
+        autotune::build_aot({k.spec, target, k.schedule}, work, k.function,
+                            autotune::AotOutput::object);
+      }
       return autotune::Outcome{};
     });
   }
@@ -127,8 +132,8 @@ std::string kernel_table_source(const std::vector<PlannedKernel>& plan,
     const ShapeBucket& b = k.shape;
     text += fmt::format(
         "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}, {9}}},\n",
-        k.function, k.spec.to_string(), t.target.to_string(), t.cpu_features, t.cuda ? 1 : 0,
-        b.batch, b.q_len, b.kv_len, t.rank, input_alignment(k, t));
+        k.function, k.spec_text(), t.target.to_string(), t.cpu_features, t.cuda ? 1 : 0, b.batch,
+        b.q_len, b.kv_len, t.rank, input_alignment(k, t));
   }
   text += "};\n\n";
   if (cuda) {
@@ -186,7 +191,7 @@ std::string package_manifest(const std::vector<PlannedKernel>& plan,
     nlohmann::json schedule = nlohmann::json::parse(k.schedule, nullptr, false);
     kernels.push_back(
         {{"function", k.function},
-         {"spec", k.spec.to_string()},
+         {"spec", k.spec_text()},
          {"target", targets[k.target].target.to_string()},
          {"bucket", k.bucket},
          {"schedule", schedule.is_discarded() ? nlohmann::json(k.schedule) : schedule},
@@ -214,7 +219,8 @@ void write_package(const std::vector<PlannedKernel>& plan, const std::vector<Emi
   write_text(out / "src/kernel_table.cpp", kernel_table_source(built, targets));
   copy_into_package(toolchain.runtime_include / "attnforge/kernel_table.h",
                     out / "include/attnforge/kernel_table.h");
-  for (const char* header : {"attention.h", "status.h", "tensor.h"}) {
+  for (const char* header :
+       {"attention.h", "halide_view.h", "mha_layer.h", "status.h", "tensor.h"}) {
     copy_into_package(toolchain.runtime_include / "attnforge" / header,
                       out / "include/attnforge" / header);
   }

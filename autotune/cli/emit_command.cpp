@@ -19,17 +19,23 @@ struct EmitArgs {
   std::string db, targets = "host", out, specs;
 };
 
-std::vector<AttentionSpec> parse_specs(const std::string& list) {
-  std::vector<AttentionSpec> specs;
+struct SpecLists {
+  std::vector<AttentionSpec> attention;
+  std::vector<LayerSpec> layers;
+};
+
+// --specs: attention and layer specs, told apart by how they are written.
+SpecLists parse_specs(const std::string& list) {
+  SpecLists specs;
   std::stringstream entries(list);
   std::string text;
   while (std::getline(entries, text, ',')) {
+    if (text.empty()) continue;
     if (names_a_layer(text)) {
-      throw std::invalid_argument("--specs: " + text +
-                                  " is a layer; emit ships attention kernels (layers run "
-                                  "through the JIT)");
+      specs.layers.push_back(LayerSpec::parse(text));
+    } else {
+      specs.attention.push_back(AttentionSpec::parse(text));
     }
-    if (!text.empty()) specs.push_back(AttentionSpec::parse(text));
   }
   return specs;
 }
@@ -40,7 +46,9 @@ int run_emit(const EmitArgs& args) {
   }
   const autotune::Database database(args.db);  // without --db: empty
   std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
-  emit::KernelPlan kernel_plan = emit::plan_kernels(database, targets, parse_specs(args.specs));
+  const SpecLists specs = parse_specs(args.specs);
+  emit::KernelPlan kernel_plan =
+      emit::plan_kernels(database, targets, specs.attention, specs.layers);
   for (const std::string& skipped : kernel_plan.skipped) {
     fmt::print(stderr, "skipped {}\n", skipped);
   }
@@ -70,7 +78,8 @@ Action add_emit_command(CLI::App& app) {
   emit->add_option("--targets", args->targets,
                    "Comma-separated: host, avx2, avx512, cuda or Halide targets (default host)");
   emit->add_option("--specs", args->specs,
-                   "Comma-separated specs to include even without a tuned record");
+                   "Comma-separated attention or layer specs to include even without a tuned "
+                   "record");
   emit->add_option("--out", args->out, "Package folder (created)")->required();
   return [emit, args] { return *emit ? run_emit(*args) : -1; };
 }

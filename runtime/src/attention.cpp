@@ -2,13 +2,11 @@
 
 #include <HalideRuntime.h>
 
-#include <mutex>
-
 #include "call_validation.h"
 #include "cpu_features.h"
 #include "cuda_driver.h"
-#include "halide_memory.h"
 #include "halide_tensor.h"
+#include "kernel_call.h"
 #include "kernel_registry.h"
 #include "spec/cuda_register_limit.h"
 #include "spec/kernel_arguments.h"
@@ -18,16 +16,6 @@ namespace attnforge {
 namespace {
 
 using runtime::ValidatedCall;
-
-// Halide's default handler aborts the process; calls report instead.
-thread_local std::string kernel_message;
-void capture_kernel_error(void*, const char* message) {
-  kernel_message = message;
-}
-void install_error_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] { halide_set_error_handler(capture_kernel_error); });
-}
 
 Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, ValidatedCall* call, const KernelEntry** kernel) {
@@ -39,17 +27,6 @@ Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, co
   return status;
 }
 
-KernelChoice describe(const KernelEntry& e) {
-  auto size = [](int value) { return value == 0 ? std::string("*") : std::to_string(value); };
-  std::string bucket =
-      "b" + size(e.bucket_batch) + ".q" + size(e.bucket_q_len) + ".k" + size(e.bucket_kv_len);
-  if (bucket == "b*.q*.k*") bucket = "generic";
-  if (e.bucket_batch == 0 && e.bucket_kv_len == 0 && e.bucket_q_len != 0) {
-    bucket = "generic.q" + size(e.bucket_q_len);
-  }
-  return {e.function, e.spec, e.target, bucket};
-}
-
 }  // namespace
 
 Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
@@ -57,7 +34,7 @@ Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView&
   ValidatedCall call;
   const KernelEntry* kernel = nullptr;
   Status status = prepare(q, k, v, out, options, &call, &kernel);
-  if (status.ok() && choice) *choice = describe(*kernel);
+  if (status.ok() && choice) *choice = runtime::describe(*kernel);
   return status;
 }
 
@@ -67,8 +44,6 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   const KernelEntry* kernel = nullptr;
   Status status = prepare(q, k, v, out, options, &call, &kernel);
   if (!status.ok() || call.empty) return status;
-  install_error_handler();
-  runtime::install_kernel_memory();
   if (kernel->cuda) use_screened_cuda_register_limit();
 
   const KernelPackage& package = attnforge_kernel_package;
@@ -99,19 +74,16 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   }
   args.scale = call.scale;
   KernelArgv argv = kernel_argv(call.spec, args);
-  kernel_message.clear();
-  error = kernel->argv(argv.data());
-  if (error != 0) {
-    return {ErrorCode::kernel_failed, std::string(kernel->function) + " failed (Halide error " +
-                                          std::to_string(error) + "): " + kernel_message};
-  }
-  return Status::success();
+  return runtime::run_kernel(*kernel, argv.data());
 }
 
 std::vector<KernelChoice> available_kernels() {
   std::vector<KernelChoice> kernels;
   for (const runtime::RegisteredKernel& k : runtime::registered_kernels()) {
-    kernels.push_back(describe(*k.entry));
+    kernels.push_back(runtime::describe(*k.entry));
+  }
+  for (const runtime::RegisteredLayer& k : runtime::registered_layers()) {
+    kernels.push_back(runtime::describe(*k.entry));
   }
   return kernels;
 }

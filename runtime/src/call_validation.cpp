@@ -6,183 +6,59 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
-#include <limits>
 #include <utility>
+
+#include "tensor_checks.h"
 
 namespace attnforge::runtime {
 
 namespace {
 
-constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();  // kernels index in int32
-
-Status invalid(std::string message) {
-  return {ErrorCode::invalid_argument, std::move(message)};
-}
-
-std::string shape_text(const TensorView& t) {
-  std::string text = "[";
-  for (int n = 0; n < t.rank; ++n) text += fmt::format("{}{}", n ? ", " : "", t.shape[n]);
-  return text + "]";
-}
-
-std::string strides_text(const TensorView& t) {
-  std::string text = "[";
-  for (int n = 0; n < t.rank; ++n) text += fmt::format("{}{}", n ? ", " : "", t.strides[n]);
-  return text + "]";
-}
-
-// The offset, in elements, of a view's last element, from extents and
-// strides already checked to be in 0..kMaxIndex: each term is below 2^62, and
-// the sum stops growing past kMaxIndex, so nothing overflows.
-int64_t last_offset(const TensorView& t) {
-  int64_t span = 0;
-  for (int n = 0; n < t.rank; ++n) {
-    if (t.shape[n] > 0 && span <= kMaxIndex) span += (t.shape[n] - 1) * t.strides[n];
+// A paged cache's table: [B, max_pages] int32 on the CPU, with key lengths
+// (checked first), and a page of k for every entry a sequence's length covers.
+Status check_page_table(const AttentionOptions& o, const ValidatedCall& call, int64_t pages,
+                        int64_t page_size) {
+  const TensorView& table = *o.page_table;
+  if (!o.key_lengths) {
+    return invalid("page_table: a paged cache needs key_lengths, each sequence's cache length");
   }
-  return span;
-}
-
-// Rank, extents, strides and span of one tensor on its own.
-Status check_layout(const TensorView& t, const char* name, int rank, const char* expected) {
-  if (t.rank < 0 && -t.rank <= TensorView::kMaxRank) {
-    return invalid(fmt::format(
-        "{}: {} extents but a different number of strides; expected rank {} {} with one "
-        "stride per dimension",
-        name, -t.rank, rank, expected));
+  if (table.device != Device::cpu) {
+    return invalid("page_table: paged caches have CPU kernels only; the table is on cuda");
   }
-  if (t.rank != rank) {
-    return invalid(fmt::format("{}: expected rank {} {}, got rank {}", name, rank, expected,
-                               t.rank < 0 ? -t.rank : t.rank));
-  }
-  bool empty = false;
-  for (int n = 0; n < rank; ++n) {
-    if (t.shape[n] < 0 || t.shape[n] > kMaxIndex) {
-      return invalid(fmt::format("{}: dimension {} of shape {} is {}; expected 0..{}", name, n,
-                                 shape_text(t), t.shape[n], kMaxIndex));
-    }
-    if (t.strides[n] < 0 || t.strides[n] > kMaxIndex) {
-      return invalid(fmt::format("{}: stride {} is {}; expected 0..{} elements", name, n,
-                                 t.strides[n], kMaxIndex));
-    }
-    empty = empty || t.shape[n] == 0;
-  }
-  const int64_t span = last_offset(t);
-  if (t.strides[rank - 1] != 1 && t.shape[rank - 1] > 1) {
-    return invalid(
-        fmt::format("{}: the innermost stride must be 1, got {}", name, t.strides[rank - 1]));
-  }
-  // Halide limits a buffer to 2^31 - 1 bytes (without its large_buffers feature).
-  if (!empty && (span > kMaxIndex || (span + 1) * element_bytes(t.type) > kMaxIndex)) {
-    return invalid(
-        fmt::format("{}: shape {} with strides {} spans more than {} bytes, the most "
-                    "kernels address",
-                    name, shape_text(t), strides_text(t), kMaxIndex));
-  }
-  if (t.data == nullptr && !empty) return invalid(fmt::format("{}: data is null", name));
-  return Status::success();
-}
-
-bool is_empty(const TensorView& t) {
-  for (int n = 0; n < t.rank; ++n) {
-    if (t.shape[n] == 0) return true;
-  }
-  return false;
-}
-
-// The first and last byte a non-empty view checked by check_layout touches.
-struct ByteSpan {
-  uintptr_t first, last;
-};
-ByteSpan byte_span(const TensorView& t) {
-  const int64_t span = last_offset(t);
-  auto first = reinterpret_cast<uintptr_t>(t.data);
-  return {first, first + static_cast<uintptr_t>((span + 1) * element_bytes(t.type)) - 1};
-}
-
-// Whether two indices of t may reach one element: with dimensions in stride
-// order, each stride must pass the furthest offset of those inside it.
-bool elements_may_alias(const TensorView& t) {
-  std::pair<int64_t, int64_t> dims[TensorView::kMaxRank];  // stride, extent; no allocation per call
-  int count = 0;
-  for (int n = 0; n < t.rank; ++n) {
-    if (t.shape[n] > 1) dims[count++] = {t.strides[n], t.shape[n]};
-  }
-  std::sort(dims, dims + count);
-  int64_t reach = 0;
-  for (int n = 0; n < count; ++n) {
-    if (dims[n].first <= reach) return true;
-    reach += (dims[n].second - 1) * dims[n].first;
-  }
-  return false;
-}
-
-struct NamedView {
-  const TensorView* view;
-  const char* name;
-};
-
-// A tensor the kernel writes: each element once, and apart from the first
-// `count` of `read` (threads write while others read).
-Status check_written(const TensorView& t, const char* name, const NamedView* read, size_t count) {
-  if (is_empty(t)) return Status::success();
-  if (elements_may_alias(t)) {
-    return invalid(fmt::format(
-        "{}: shape {} with strides {} maps several elements to one address; an output needs "
-        "its own memory for each element",
-        name, shape_text(t), strides_text(t)));
-  }
-  const ByteSpan written = byte_span(t);
-  for (const NamedView* other = read; other != read + count; ++other) {
-    if (!other->view || is_empty(*other->view)) continue;
-    const ByteSpan span = byte_span(*other->view);
-    if (written.first <= span.last && span.first <= written.last) {
-      return invalid(
-          fmt::format("{}: its memory overlaps {}; outputs may not share memory "
-                      "with the inputs or with each other",
-                      name, other->name));
+  const auto* entries = static_cast<const int32_t*>(table.data);
+  const auto* lengths = static_cast<const int32_t*>(o.key_lengths->data);
+  for (int64_t b = 0; b < call.batch; ++b) {
+    const int64_t used = (lengths[b * o.key_lengths->strides[0]] + page_size - 1) / page_size;
+    for (int64_t n = 0; n < used; ++n) {
+      const int32_t page = entries[b * table.strides[0] + n * table.strides[1]];
+      if (page < 0 || page >= pages) {
+        return invalid(fmt::format(
+            "page_table: [{}, {}] is {}; expected a page of k and v, 0..{} (num_pages - 1), "
+            "for the {} keys of sequence {}",
+            b, n, page, pages - 1, lengths[b * o.key_lengths->strides[0]], b));
+      }
     }
   }
   return Status::success();
 }
 
-Status check_type(const TensorView& t, const char* name, ElementType expected) {
-  if (t.type != expected) {
-    return invalid(fmt::format("{}: expected element type {}, got {}", name, to_string(expected),
-                               to_string(t.type)));
-  }
-  return Status::success();
-}
-
-Status check_device(const TensorView& t, const char* name, Device expected) {
-  if (t.device != expected) {
-    return invalid(fmt::format("{}: on {}, but q is on {}; every tensor must be on one device",
-                               name, to_string(t.device), to_string(expected)));
-  }
-  return Status::success();
-}
-
-// Each dimension equal to `expected`, or 1 where `broadcast_ok` allows it.
-Status check_shape(const TensorView& t, const char* name, const int64_t (&expected)[4],
-                   const char* expected_text, const bool (&broadcast_ok)[4] = {}) {
-  for (int n = 0; n < t.rank; ++n) {
-    if (t.shape[n] != expected[n] && !(broadcast_ok[n] && t.shape[n] == 1)) {
-      return invalid(fmt::format("{}: expected shape {} = [{}, {}, {}, {}], got {}", name,
-                                 expected_text, expected[0], expected[1], expected[2], expected[3],
-                                 shape_text(t)));
+// See ValidatedCall::row_alignment. Strides are [B, H, L, D], outermost first.
+int row_alignment(std::initializer_list<const TensorView*> tensors) {
+  constexpr uint64_t kMost = 256;
+  uint64_t offsets = kMost;
+  for (const TensorView* t : tensors) {
+    offsets |= reinterpret_cast<uintptr_t>(t->data);
+    for (int dim = 0; dim < 3; ++dim) {
+      offsets |= static_cast<uint64_t>(t->strides[dim] * element_bytes(t->type));
     }
   }
-  return Status::success();
+  return static_cast<int>(offsets & (~offsets + 1));  // the lowest bit set
 }
 
-#define ATTNFORGE_CHECK(expression)    \
-  do {                                 \
-    Status status_ = (expression);     \
-    if (!status_.ok()) return status_; \
-  } while (0)
+}  // namespace
 
-Status check_options(const AttentionOptions& o, const TensorView& q, const ValidatedCall& call,
-                     int64_t heads) {
-  const int64_t b = call.batch, lq = call.q_len, lk = call.kv_len;
+Status check_options(const AttentionOptions& o, const TensorView& q, int64_t b, int64_t lq,
+                     int64_t lk, int64_t heads) {
   if (o.mask == MaskKind::sliding_window ? (o.window_left < 0 || o.window_right < 0)
                                          : (o.window_left != 0 || o.window_right != 0)) {
     return invalid(fmt::format(
@@ -243,48 +119,22 @@ Status check_options(const AttentionOptions& o, const TensorView& q, const Valid
   return Status::success();
 }
 
-// A paged cache's table: [B, max_pages] int32 on the CPU, with key lengths
-// (checked first), and a page of k for every entry a sequence's length covers.
-Status check_page_table(const AttentionOptions& o, const ValidatedCall& call, int64_t pages,
-                        int64_t page_size) {
-  const TensorView& table = *o.page_table;
-  if (!o.key_lengths) {
-    return invalid("page_table: a paged cache needs key_lengths, each sequence's cache length");
-  }
-  if (table.device != Device::cpu) {
-    return invalid("page_table: paged caches have CPU kernels only; the table is on cuda");
-  }
-  const auto* entries = static_cast<const int32_t*>(table.data);
-  const auto* lengths = static_cast<const int32_t*>(o.key_lengths->data);
-  for (int64_t b = 0; b < call.batch; ++b) {
-    const int64_t used = (lengths[b * o.key_lengths->strides[0]] + page_size - 1) / page_size;
-    for (int64_t n = 0; n < used; ++n) {
-      const int32_t page = entries[b * table.strides[0] + n * table.strides[1]];
-      if (page < 0 || page >= pages) {
-        return invalid(fmt::format(
-            "page_table: [{}, {}] is {}; expected a page of k and v, 0..{} (num_pages - 1), "
-            "for the {} keys of sequence {}",
-            b, n, page, pages - 1, lengths[b * o.key_lengths->strides[0]], b));
-      }
-    }
-  }
-  return Status::success();
+void apply_options(const AttentionOptions& options, AttentionSpec& spec) {
+  spec.mask = options.mask == MaskKind::causal           ? PositionMask::causal
+              : options.mask == MaskKind::sliding_window ? PositionMask::window
+                                                         : PositionMask::none;
+  spec.window_left = options.window_left;
+  spec.window_right = options.window_right;
+  const bool positional = spec.mask != PositionMask::none || options.alibi_slopes != nullptr;
+  spec.alignment = positional && options.alignment == MaskAlignment::bottom_right
+                       ? Alignment::bottom_right
+                       : Alignment::top_left;
+  spec.key_padding = options.key_lengths != nullptr;
+  spec.bias = options.bias           ? BiasKind::tensor
+              : options.alibi_slopes ? BiasKind::alibi
+                                     : BiasKind::none;
+  spec.return_weights = options.weights != nullptr;
 }
-
-// See ValidatedCall::row_alignment. Strides are [B, H, L, D], outermost first.
-int row_alignment(std::initializer_list<const TensorView*> tensors) {
-  constexpr uint64_t kMost = 256;
-  uint64_t offsets = kMost;
-  for (const TensorView* t : tensors) {
-    offsets |= reinterpret_cast<uintptr_t>(t->data);
-    for (int dim = 0; dim < 3; ++dim) {
-      offsets |= static_cast<uint64_t>(t->strides[dim] * element_bytes(t->type));
-    }
-  }
-  return static_cast<int>(offsets & (~offsets + 1));  // the lowest bit set
-}
-
-}  // namespace
 
 DType storage_type(ElementType type) {
   return type == ElementType::f16    ? DType::f16
@@ -344,42 +194,25 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->device = q.device;
   call->empty = b == 0 || lq == 0;
   call->row_alignment = row_alignment({&q, &k, &v});
-  ATTNFORGE_CHECK(check_options(options, q, *call, h));
+  ATTNFORGE_CHECK(check_options(options, q, b, lq, lk, h));
   if (table) ATTNFORGE_CHECK(check_page_table(options, *call, k.shape[0], k.shape[2]));
   const AttentionOptions& o = options;
-  // Inputs, then weights, which out must not overlap either.
-  const NamedView read[] = {{&q, "q"},
-                            {&k, "k"},
-                            {&v, "v"},
-                            {o.key_lengths, "key_lengths"},
-                            {o.page_table, "page_table"},
-                            {o.bias, "bias"},
-                            {o.alibi_slopes, "alibi_slopes"},
-                            {o.weights, "weights"}};
-  const size_t inputs = std::size(read) - 1;
-  if (o.weights) ATTNFORGE_CHECK(check_written(*o.weights, "weights", read, inputs));
-  ATTNFORGE_CHECK(check_written(out, "out", read, std::size(read)));
+  const NamedView inputs[] = {{&q, "q"},
+                              {&k, "k"},
+                              {&v, "v"},
+                              {o.key_lengths, "key_lengths"},
+                              {o.page_table, "page_table"},
+                              {o.bias, "bias"},
+                              {o.alibi_slopes, "alibi_slopes"}};
+  ATTNFORGE_CHECK(check_outputs(out, o.weights, inputs));
 
   AttentionSpec& spec = call->spec;
-  spec.mask = options.mask == MaskKind::causal           ? PositionMask::causal
-              : options.mask == MaskKind::sliding_window ? PositionMask::window
-                                                         : PositionMask::none;
-  spec.window_left = options.window_left;
-  spec.window_right = options.window_right;
-  const bool positional = spec.mask != PositionMask::none || options.alibi_slopes != nullptr;
-  spec.alignment = positional && options.alignment == MaskAlignment::bottom_right
-                       ? Alignment::bottom_right
-                       : Alignment::top_left;
-  spec.key_padding = options.key_lengths != nullptr;
+  apply_options(options, spec);
   spec.page_size = table ? static_cast<int>(std::min<int64_t>(k.shape[2], 1 << 20)) : 0;
-  spec.bias = options.bias           ? BiasKind::tensor
-              : options.alibi_slopes ? BiasKind::alibi
-                                     : BiasKind::none;
   spec.heads = static_cast<int>(std::min<int64_t>(h, 1 << 20));
   spec.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));
   spec.head_dim = static_cast<int>(std::min<int64_t>(d, 1 << 20));
   spec.dtype = storage_type(q.type);
-  spec.return_weights = options.weights != nullptr;
   try {
     spec.validate();
   } catch (const SpecError& error) {

@@ -22,6 +22,14 @@ struct ValidatedCall {
 // The spec's storage type of a float element type (i32 is not one).
 DType storage_type(ElementType type);
 
+// The options' own checks for a call of b batches, lq queries, lk keys and
+// `heads` heads whose first tensor is q (type and device).
+Status check_options(const AttentionOptions& options, const TensorView& q, int64_t b, int64_t lq,
+                     int64_t lk, int64_t heads);
+
+// The mask, alignment, window, key padding, bias kind and weights the options ask for.
+void apply_options(const AttentionOptions& options, AttentionSpec& spec);
+
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, ValidatedCall* call);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <type_traits>
 
 #include "spec/shape_bucket.h"
 
@@ -12,25 +13,32 @@ namespace attnforge::runtime {
 
 namespace {
 
-std::vector<RegisteredKernel> parse_package() {
-  std::vector<RegisteredKernel> kernels;
+// The package's attention kernels (Spec = AttentionSpec, RegisteredKernel)
+// or layer kernels (LayerSpec, RegisteredLayer).
+template <typename Spec, typename Registered>
+std::vector<Registered> parse_package() {
+  std::vector<Registered> kernels;
   const KernelPackage& package = attnforge_kernel_package;
   for (int n = 0; n < package.count; ++n) {
+    const char* text = package.entries[n].spec;
+    if (names_a_layer(text) != std::is_same_v<Spec, LayerSpec>) continue;
     // The emitter wrote canonical specs; one that does not parse is skipped, not fatal.
     try {
-      kernels.push_back({&package.entries[n], AttentionSpec::parse(package.entries[n].spec)});
+      kernels.push_back({&package.entries[n], Spec::parse(text)});
     } catch (const SpecError&) {
     }
   }
   return kernels;
 }
 
-std::string package_specs() {
+// The specs of `kernels`, sorted and unique, or `none`.
+template <typename Registered>
+std::string listed_specs(const std::vector<Registered>& kernels, const char* none) {
   std::set<std::string> specs;
-  for (const RegisteredKernel& k : registered_kernels()) specs.insert(k.entry->spec);
+  for (const Registered& k : kernels) specs.insert(k.entry->spec);
   std::string text;
   for (const std::string& spec : specs) text += (text.empty() ? "" : ", ") + spec;
-  return text.empty() ? "no kernels" : text;
+  return text.empty() ? none : text;
 }
 
 // Higher is better. A kernel whose bucket sizes (0: any) all match the call's
@@ -54,19 +62,65 @@ double bucket_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
   return pinned == 3 ? 1.0 / (1.0 + distance) : -1.0;
 }
 
+// The score of a kernel for a call of these sizes, which are put in buckets
+// first: higher is better, negative never fits.
+double fit_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
+  const double fit =
+      bucket_score(e, batch_bucket(std::max(batch, 1)), length_bucket(std::max(q_len, 1)),
+                   length_bucket(std::max(kv_len, 1)));
+  return fit < 0.0 ? -1.0 : fit * 1000.0 + e.rank;
+}
+
 }  // namespace
 
 const std::vector<RegisteredKernel>& registered_kernels() {
-  static const std::vector<RegisteredKernel> kernels = parse_package();
+  static const std::vector<RegisteredKernel> kernels =
+      parse_package<AttentionSpec, RegisteredKernel>();
   return kernels;
+}
+
+const std::vector<RegisteredLayer>& registered_layers() {
+  static const std::vector<RegisteredLayer> layers = parse_package<LayerSpec, RegisteredLayer>();
+  return layers;
+}
+
+const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_features,
+                                Status* status) {
+  bool same_spec = false;
+  const KernelEntry* best = nullptr;
+  double best_score = -1.0;
+  for (const RegisteredLayer& k : registered_layers()) {
+    if (k.spec != call.spec) continue;
+    same_spec = true;
+    if (k.entry->cuda || (k.entry->cpu_features & ~cpu_features) != 0) continue;
+    const double score = fit_score(*k.entry, call.batch, call.q_len, call.kv_len);
+    if (score >= 0.0 && score > best_score) {
+      best = k.entry;
+      best_score = score;
+    }
+  }
+  if (best) {
+    *status = Status::success();
+    return best;
+  }
+  const std::string spec = call.spec.to_string();
+  if (same_spec) {
+    *status = {ErrorCode::no_kernel,
+               fmt::format("every layer kernel for {} needs instructions this CPU lacks", spec)};
+    return nullptr;
+  }
+  *status = {
+      ErrorCode::no_kernel,
+      fmt::format("no emitted layer kernel computes {} (d_model {}, {} heads, {} kv heads); "
+                  "this package has: {}",
+                  spec, call.spec.d_model, call.spec.attention.heads, call.spec.attention.kv_heads,
+                  listed_specs(registered_layers(), "no layers"))};
+  return nullptr;
 }
 
 const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
                           const std::string& cuda_missing, Status* status) {
   const bool cuda = call.device == Device::cuda;
-  const int batch = batch_bucket(std::max(call.batch, 1));
-  const int q_len = length_bucket(std::max(call.q_len, 1));
-  const int kv_len = length_bucket(std::max(call.kv_len, 1));
   bool same_spec = false, same_device = false;
   int alignment_needed = 0;  // of the kernels the call's rows are too unaligned for
   const KernelEntry* best = nullptr;
@@ -81,9 +135,8 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
       alignment_needed = std::max(alignment_needed, k.entry->input_alignment);
       continue;
     }
-    const double fit = bucket_score(*k.entry, batch, q_len, kv_len);
-    const double score = fit * 1000.0 + k.entry->rank;
-    if (fit >= 0.0 && score > best_score) {
+    const double score = fit_score(*k.entry, call.batch, call.q_len, call.kv_len);
+    if (score >= 0.0 && score > best_score) {
       best = k.entry;
       best_score = score;
     }
@@ -99,7 +152,7 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
                fmt::format("no emitted kernel computes {} (head dim {}, {} heads, {} kv heads); "
                            "this package has: {}",
                            spec, call.spec.head_dim, call.spec.heads, call.spec.kv_heads,
-                           package_specs())};
+                           listed_specs(registered_kernels(), "no kernels"))};
   } else if (!same_device) {
     *status = {ErrorCode::no_kernel,
                fmt::format("the package has no {} kernel for {}", cuda ? "CUDA" : "CPU", spec)};

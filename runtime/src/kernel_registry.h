@@ -10,6 +10,7 @@
 
 #include "attnforge/kernel_table.h"
 #include "call_validation.h"
+#include "layer_validation.h"
 
 namespace attnforge::runtime {
 
@@ -18,12 +19,23 @@ struct RegisteredKernel {
   AttentionSpec spec;
 };
 
-// Parsed once from attnforge_kernel_package.
+struct RegisteredLayer {
+  const KernelEntry* entry;
+  LayerSpec spec;
+};
+
+// Parsed once from attnforge_kernel_package: its attention kernels, and its
+// layer kernels (whose specs start with self. or cross.).
 const std::vector<RegisteredKernel>& registered_kernels();
+const std::vector<RegisteredLayer>& registered_layers();
 
 // nullptr when none fits; `status` then says why, listing what exists.
 // cuda_missing: why CUDA kernels cannot run here, empty when they can.
 const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
                           const std::string& cuda_missing, Status* status);
+
+// The same choice among the layer kernels (CPU only).
+const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_features,
+                                Status* status);
 
 }  // namespace attnforge::runtime

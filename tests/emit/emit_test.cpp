@@ -125,14 +125,24 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
   EXPECT_NE(plan.skipped[0].find("bf16"), std::string::npos);
 }
 
-TEST(KernelPlan, LayerRecordsAreNamedAsNotShipped) {
+TEST(KernelPlan, LayersShipAGenericAndTheirTunedKernelsOnCpusOnly) {
   const std::string layer = "self.dm64.causal.mha2.d32.f32";
   autotune::TempDir dir;
-  KernelPlan plan = plan_kernels(database_of(dir, {record(layer, "b1.q64.k64", 1.0, Status::ok)}),
-                                 parse_emit_targets("avx2"), {});
-  EXPECT_TRUE(plan.kernels.empty());
-  ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_EQ(plan.skipped[0].rfind(layer, 0), 0u) << plan.skipped[0];
+  KernelPlan plan = plan_kernels(
+      database_of(dir, {record(layer, "b1.q64.k64", 1.0, Status::ok),
+                        record(layer, "b1.q64.k64", 0.5, Status::wrong, 8, 32)}),
+      parse_emit_targets("avx2,cuda"), {}, {LayerSpec::parse("cross.dm32.full.mha2.d16.f32")});
+  ASSERT_EQ(plan.kernels.size(), 3u);  // no short-query kernel for layers
+  EXPECT_EQ(plan.kernels[0].function, "attnforge_avx2_cross_dm32_full_mha2_d16_f32_generic");
+  EXPECT_EQ(plan.kernels[1].function, "attnforge_avx2_self_dm64_causal_mha2_d32_f32_generic");
+  EXPECT_EQ(plan.kernels[1].schedule, "online_avx2");
+  EXPECT_EQ(plan.kernels[2].function, "attnforge_avx2_self_dm64_causal_mha2_d32_f32_b1_q64_k64");
+  EXPECT_NE(plan.kernels[2].origin.find("1.000 ms"), std::string::npos) << plan.kernels[2].origin;
+  for (const PlannedKernel& k : plan.kernels) ASSERT_TRUE(k.layer.has_value());
+  EXPECT_EQ(plan.kernels[0].spec_text(), "cross.dm32.full.mha2.d16.f32");
+  EXPECT_EQ(plan.kernels[2].spec_text(), layer);
+  ASSERT_EQ(plan.skipped.size(), 2u);  // both layers on CUDA
+  EXPECT_NE(plan.skipped[0].find("CPU kernels only"), std::string::npos) << plan.skipped[0];
 }
 
 std::string read_all(const std::filesystem::path& path) {

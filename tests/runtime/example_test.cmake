@@ -1,6 +1,6 @@
-# Builds examples/causal_gqa as an outside project against an emitted package
-# and runs it. -DPACKAGE=<package> -DEXAMPLE=<source> -DWORK=<build folder>
-#   -DNINJA=<ninja> -DCXX=<compiler>
+# Builds an example (examples/<NAME>) as an outside project against an emitted
+# package and runs its program <NAME>. -DPACKAGE=<package> -DEXAMPLE=<source>
+#   -DNAME=<program> -DWORK=<build folder> -DNINJA=<ninja> -DCXX=<compiler>
 file(REMOVE_RECURSE "${WORK}")
 foreach (step IN ITEMS configure build run)
   if (step STREQUAL "configure")
@@ -10,7 +10,7 @@ foreach (step IN ITEMS configure build run)
   elseif (step STREQUAL "build")
     set(command "${CMAKE_COMMAND}" --build "${WORK}")
   else ()
-    set(command "${WORK}/causal_gqa")
+    set(command "${WORK}/${NAME}")
   endif ()
   execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE output
                   ERROR_VARIABLE output)

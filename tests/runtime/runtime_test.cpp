@@ -74,8 +74,14 @@ TEST(Runtime, DispatchPrefersTheTunedBucketThenTheGenericKernel) {
 }
 
 TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
-  int generic = 0, short_queries = 0, tuned = 0, cuda = 0;
+  int generic = 0, short_queries = 0, tuned = 0, cuda = 0, layers = 0;
   for (const KernelChoice& k : available_kernels()) {
+    if (k.spec.rfind("self.", 0) == 0 || k.spec.rfind("cross.", 0) == 0) {
+      ++layers;
+      EXPECT_EQ(k.bucket, "generic");
+      EXPECT_EQ(k.target.find("cuda"), std::string::npos) << k.function;
+      continue;
+    }
     if (k.bucket == "generic") ++generic;
     if (k.bucket == "generic.q16") ++short_queries;
     if (k.bucket == "b1.q64.k64") ++tuned;
@@ -87,6 +93,7 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
   // The correct record for avx2 and host, and the CUDA one; the wrong one never.
   EXPECT_EQ(tuned, 3);
   EXPECT_EQ(cuda, 4 * 2 + 1);
+  EXPECT_EQ(layers, 2 * 2);  // two layers for avx2 and host; layers have no CUDA kernels
 }
 
 TEST(Runtime, AHeadDimWithNoKernelIsNamed) {

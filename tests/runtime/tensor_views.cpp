@@ -2,20 +2,16 @@
 
 namespace attnforge::testing {
 
-TensorView view_of(const halide_buffer_t& buffer) {
-  TensorView view;
-  view.data = buffer.host;
-  const halide_type_t type = buffer.type;
-  view.type = type.code == halide_type_int                        ? ElementType::i32
-              : type.code == halide_type_bfloat                   ? ElementType::bf16
-              : type.code == halide_type_float && type.bits == 16 ? ElementType::f16
-                                                                  : ElementType::f32;
-  view.rank = buffer.dimensions;
-  for (int n = 0; n < view.rank; ++n) {
-    view.shape[view.rank - 1 - n] = buffer.dim[n].extent;
-    view.strides[view.rank - 1 - n] = buffer.dim[n].stride;
-  }
-  return view;
+AttentionOptions mask_options(const AttentionSpec& spec) {
+  AttentionOptions o;
+  o.mask = spec.mask == PositionMask::causal   ? MaskKind::causal
+           : spec.mask == PositionMask::window ? MaskKind::sliding_window
+                                               : MaskKind::none;
+  o.alignment = spec.alignment == Alignment::bottom_right ? MaskAlignment::bottom_right
+                                                          : MaskAlignment::top_left;
+  o.window_left = spec.window_left;
+  o.window_right = spec.window_right;
+  return o;
 }
 
 RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
@@ -26,13 +22,7 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
   call.v = view_of(*args.v);
   call.out = view_of(*args.out);
   AttentionOptions& o = call.options;
-  o.mask = spec.mask == PositionMask::causal   ? MaskKind::causal
-           : spec.mask == PositionMask::window ? MaskKind::sliding_window
-                                               : MaskKind::none;
-  o.alignment = spec.alignment == Alignment::bottom_right ? MaskAlignment::bottom_right
-                                                          : MaskAlignment::top_left;
-  o.window_left = spec.window_left;
-  o.window_right = spec.window_right;
+  o = mask_options(spec);
   o.scale = args.scale;
   if (args.key_lengths) {
     call.key_lengths = view_of(*args.key_lengths);

@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "attnforge/attention.h"
+#include "attnforge/halide_view.h"
 #include "spec/attention_spec.h"
 #include "tests/support/attention_case.h"
 
 namespace attnforge::testing {
 
-// The view of a Halide buffer: dimensions reversed to outermost first.
-TensorView view_of(const halide_buffer_t& buffer);
+// The options whose mask, alignment and window ask for the spec's.
+AttentionOptions mask_options(const AttentionSpec& spec);
 
 // Views of a case's tensors and the options for its spec; the case must
 // outlive it. Not copyable: the options point into it.

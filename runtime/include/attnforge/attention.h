@@ -72,7 +72,7 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
 // validation), for logs and tests.
 struct KernelChoice {
   std::string function;  // the emitted kernel's entry point
-  std::string spec;      // its attention spec, e.g. causal.gqa8x2.d64.f32
+  std::string spec;      // its spec, e.g. causal.gqa8x2.d64.f32 or self.dm512.causal.mha8.d64.f32
   std::string target;    // the Halide target it was compiled for
   std::string bucket;    // the shape bucket it was tuned for (b1.q2048.k2048), "generic",
                          // or "generic.q16" (the generic kernel for up to 16 query rows)
@@ -80,7 +80,7 @@ struct KernelChoice {
 Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, KernelChoice* choice);
 
-// Every kernel in the linked package.
+// Every kernel in the linked package, the MHA layer's (spec self.* or cross.*) too.
 std::vector<KernelChoice> available_kernels();
 
 // Worker threads of CPU kernels (0: one per core). Applies to later calls.
