@@ -1,9 +1,10 @@
-# attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>])
+# attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>] [PYTHON])
 # Runs `attnforge emit` at build time into ${CMAKE_CURRENT_BINARY_DIR}/<name>
+# (with PYTHON, its Python module too: `emit --python`)
 # and defines <name>: an INTERFACE target linking the attnforge runtime with
 # that package's kernels and Halide runtime. <name>_DIR holds the package path.
 function(attnforge_emit_package name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TARGETS;DB" "SPECS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PYTHON" "TARGETS;DB" "SPECS")
   set(package "${CMAKE_CURRENT_BINARY_DIR}/${name}")
   list(JOIN ARG_SPECS "," spec_list)
   set(db_args "")
@@ -12,11 +13,22 @@ function(attnforge_emit_package name)
     set(db_args --db "${ARG_DB}")
     set(db_depends "${ARG_DB}")
   endif ()
+  set(python_args "")
+  set(python_outputs "")
+  set(python_depends "")
+  if (ARG_PYTHON)
+    set(python_args --python)
+    set(python_outputs "${package}/python/attnforge/__init__.py")
+    set(python_depends "${PROJECT_SOURCE_DIR}/python/module.cpp"
+                       "${PROJECT_SOURCE_DIR}/python/CMakeLists.txt"
+                       "${PROJECT_SOURCE_DIR}/python/attnforge/__init__.py")
+  endif ()
   add_custom_command(
     OUTPUT "${package}/lib/libattnforge_kernels.a" "${package}/lib/libattnforge_halide_runtime.a"
+           ${python_outputs}
     COMMAND attnforge emit ${db_args} --specs "${spec_list}" --targets "${ARG_TARGETS}"
-            --out "${package}"
-    DEPENDS attnforge attnforge_runtime attnforge_spec ${db_depends}
+            --out "${package}" ${python_args}
+    DEPENDS attnforge attnforge_runtime attnforge_spec ${db_depends} ${python_depends}
     COMMENT "Emitting the kernel package ${name}"
     VERBATIM)
   add_custom_target(${name}_emit DEPENDS "${package}/lib/libattnforge_kernels.a")

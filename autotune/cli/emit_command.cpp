@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "emit/kernel_plan.h"
 #include "emit/package_writer.h"
+#include "emit/python_module.h"
 #include "spec/layer_spec.h"
 
 namespace attnforge::cli {
@@ -17,6 +18,7 @@ namespace {
 
 struct EmitArgs {
   std::string db, targets = "host", out, specs;
+  bool python = false;
 };
 
 struct SpecLists {
@@ -62,8 +64,13 @@ int run_emit(const EmitArgs& args) {
                             ATTNFORGE_SPEC_LIBRARY,
                             ATTNFORGE_RUNTIME_INCLUDE,
                             ATTNFORGE_HALIDE_INCLUDE};
-  emit::write_package(plan, targets, toolchain, args.out,
-                      [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  auto progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  emit::write_package(plan, targets, toolchain, args.out, progress);
+  if (args.python) {
+    emit::write_python_module(
+        {ATTNFORGE_PYTHON_SOURCES, ATTNFORGE_CMAKE, ATTNFORGE_NINJA, ATTNFORGE_PYTHON, ATTNFORGE_CXX},
+        args.out, progress);
+  }
   fmt::print("{}: {} kernels; use with find_package(attnforge) and -Dattnforge_DIR={}\n", args.out,
              plan.size(), (std::filesystem::absolute(args.out) / "lib/cmake/attnforge").string());
   return 0;
@@ -81,6 +88,8 @@ Action add_emit_command(CLI::App& app) {
                    "Comma-separated attention or layer specs to include even without a tuned "
                    "record");
   emit->add_option("--out", args->out, "Package folder (created)")->required();
+  emit->add_flag("--python", args->python,
+                 "Also build the Python module into <out>/python (needs nanobind)");
   return [emit, args] { return *emit ? run_emit(*args) : -1; };
 }
 

@@ -1,0 +1,140 @@
+"""attnforge from Python: the attention and MHA layer kernels of an emitted
+package, called through its runtime on numpy arrays or PyTorch tensors (CPU,
+or CUDA for CUDA kernels) without a copy. Layouts come from the strides, so a
+(B, L, H, D) tensor passed as .transpose(1, 2) is a [B, H, L, D] view.
+
+    import attnforge
+    out = attnforge.attention(q, k, v, mask="causal")
+
+Errors: ValueError for an invalid argument (the message names it, with the
+expected and the given shape); NoKernelError when the package has no kernel
+for the call; NoDeviceError for CUDA tensors without a CUDA device;
+KernelError when a kernel fails. On any error nothing is written.
+"""
+import math
+
+from . import _attnforge as _native
+
+__all__ = ["attention", "mha_layer", "available_kernels", "set_num_threads", "AttnforgeError",
+           "NoKernelError", "NoDeviceError", "KernelError"]
+
+
+class AttnforgeError(RuntimeError):
+    """A call the runtime could not serve (invalid arguments raise ValueError)."""
+
+
+class NoKernelError(AttnforgeError):
+    """The package has no kernel for the call's spec, device and CPU."""
+
+
+class NoDeviceError(AttnforgeError):
+    """CUDA tensors were given, but there is no CUDA driver or device."""
+
+
+class KernelError(AttnforgeError):
+    """The kernel reported an error while it ran."""
+
+
+_MASKS = {"none": 0, "causal": 1, "sliding_window": 2}
+_ALIGNMENTS = {"top_left": 0, "bottom_right": 1}
+_ERRORS = {"invalid argument": ValueError, "no kernel": NoKernelError,
+           "no device": NoDeviceError, "kernel failed": KernelError}
+
+
+def _check(result):
+    code, message = result
+    if code != "ok":
+        raise _ERRORS.get(code, AttnforgeError)(message)
+
+
+def _choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name}: {value!r}; expected one of {', '.join(map(repr, choices))}")
+    return choices[value]
+
+
+def _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale):
+    if len(window) != 2:
+        raise ValueError(f"window: {window!r}; expected (left, right)")
+    return _native.MaskArguments(
+        _choice("mask", mask, _MASKS), _choice("alignment", alignment, _ALIGNMENTS),
+        int(window[0]), int(window[1]), key_lengths, bias, alibi_slopes,
+        None if scale is None else float(scale))
+
+
+def _empty_like(reference, shape):
+    """An uninitialized array of the reference's kind, element type and device."""
+    if hasattr(reference, "new_empty"):  # torch.Tensor
+        return reference.new_empty(shape)
+    import numpy
+
+    return numpy.empty(shape, dtype=reference.dtype)
+
+
+def _extent(array, dim):
+    shape = getattr(array, "shape", ())
+    return int(shape[dim]) if len(shape) > abs(dim) else 0
+
+
+def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
+              page_table=None, bias=None, alibi_slopes=None, scale=None, weights=False, out=None):
+    """softmax(q k^T * scale + bias + mask) v over many heads.
+
+    q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
+    [num_pages, H_kv, page_size, D] with page_table (int32 [B, max_pages]).
+    mask: "none", "causal" or "sliding_window" (window=(left, right));
+    alignment: "top_left" or "bottom_right" (query i at key i + Lk - Lq);
+    key_lengths: int32 [B], the keys each batch keeps; bias: [B or 1, H or 1,
+    Lq, Lk]; alibi_slopes: float32 [H]; scale: None for 1/sqrt(D).
+    Returns out ([B, H, Lq, D], written in place when given), and with
+    weights=True also the attention weights [B, H, Lq, Lk].
+    """
+    if out is None:
+        out = _empty_like(q, tuple(q.shape))
+    weights_out = None
+    if weights:
+        kv_len = _extent(k, 2) * (_extent(page_table, 1) if page_table is not None else 1)
+        weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
+    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
+    _check(_native.attention(q, k, v, out, arguments, page_table, weights_out))
+    return (out, weights_out) if weights else out
+
+
+def mha_layer(x, *, heads, w_o, w_qkv=None, b_qkv=None, b_o=None, x_kv=None, w_q=None, w_k=None,
+              w_v=None, b_q=None, b_k=None, b_v=None, kv_heads=0, mask="none",
+              alignment="top_left", window=(0, 0), key_lengths=None, bias=None,
+              alibi_slopes=None, scale=None, weights=False, average_weights=True, out=None):
+    """A whole multi-head attention layer, as torch.nn.MultiheadAttention
+    (batch_first) computes it. x: [B, L, d_model]; cross-attention passes
+    x_kv [B, Lk, d_model] and w_q, w_k, w_v instead of the packed w_qkv
+    [d_model, (H + 2 H_kv) D]. Weights are [in, out] (y = x W: torch's
+    in_proj_weight.T and out_proj.weight.T); biases all given or all None.
+    Mask options as attention(). Returns out [B, Lq, d_model], and with
+    weights=True also the attention weights, averaged over heads [B, Lq, Lk]
+    or per head [B, H, Lq, Lk] with average_weights=False.
+    """
+    x_q = x
+    if out is None:
+        out = _empty_like(x_q, tuple(x_q.shape))
+    weights_out = None
+    if weights:
+        batch, q_len = _extent(x_q, 0), _extent(x_q, 1)
+        kv_len = _extent(x_kv, 1) if x_kv is not None else q_len
+        shape = (batch, q_len, kv_len) if average_weights else (batch, heads, q_len, kv_len)
+        weights_out = _empty_like(x_q, shape)
+    parameters = [w_qkv, b_qkv, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o]
+    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
+    _check(_native.mha_layer(x_q, x_kv, parameters, out, int(heads), int(kv_heads), arguments,
+                             weights_out, bool(weights and average_weights)))
+    return (out, weights_out) if weights else out
+
+
+def available_kernels():
+    """The package's kernels: dicts of function, spec, target and bucket."""
+    return [dict(zip(("function", "spec", "target", "bucket"), k))
+            for k in _native.available_kernels()]
+
+
+def set_num_threads(threads):
+    """Worker threads of CPU kernels (0: one per core), for later calls."""
+    _native.set_num_threads(int(threads))
