@@ -224,8 +224,18 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   const Expr key = tile.key(j);
 
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
-  f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
-      f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
+  if (shape.bf16_pairs) {
+    f.q_pairs(t.pair, t.ii, t.half, t.it, v.h, v.b) =
+        Halide::cast(Halide::BFloat(16), f.q_tile(t.ii, 2 * t.half + t.pair, t.it, v.h, v.b));
+    f.over_dim_pairs = RDom({{0, 2}, {0, spec.head_dim / 2}}, "over_dim_pairs");
+    const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
+    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+        AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) *
+        AttentionTerms::to_f32(in.k(2 * rh + rp, key, kvh, v.b));
+  } else {
+    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+        f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
+  }
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) =
       tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
@@ -237,9 +247,21 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
   const Expr block_key = tile.key(t.kb * KB + rj);
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
-  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
-      f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
-      AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
+  if (shape.bf16_pairs) {
+    f.prob_pairs(t.pair, t.ii, t.half, t.kb, t.it, v.h, v.b) =
+        Halide::cast(Halide::BFloat(16), f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b));
+    f.v_pairs(t.pair, v.d, t.half, t.kb, v.h, v.b) =
+        in.v(v.d, tile.key(t.kb * KB + 2 * t.half + t.pair), kvh, v.b);
+    f.over_key_pairs = RDom({{0, 2}, {0, KB / 2}}, "over_key_pairs");
+    const Halide::RVar kp = f.over_key_pairs.x, kh = f.over_key_pairs.y;
+    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
+        AttentionTerms::to_f32(f.prob_pairs(kp, t.ii, kh, t.kb, t.it, v.h, v.b)) *
+        AttentionTerms::to_f32(f.v_pairs(kp, v.d, kh, t.kb, v.h, v.b));
+  } else {
+    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
+        f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
+        AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
+  }
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
 
   const Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);

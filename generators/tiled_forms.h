@@ -16,10 +16,11 @@
 namespace attnforge {
 
 struct TileVars {
-  Halide::Var ii{"ii"}, it{"it"};  // query row within its tile, query tile
-  Halide::Var jj{"jj"}, kb{"kb"};  // key within its block, key block
-  Halide::Var ks{"ks"};            // key split (online form)
-  Halide::Var lane{"lane"};        // key within its group (fused row statistics)
+  Halide::Var ii{"ii"}, it{"it"};          // query row within its tile, query tile
+  Halide::Var jj{"jj"}, kb{"kb"};          // key within its block, key block
+  Halide::Var ks{"ks"};                    // key split (online form)
+  Halide::Var lane{"lane"};                // key within its group (fused row statistics)
+  Halide::Var pair{"pair"}, half{"half"};  // bf16 pairs: element 2 * half + pair
 };
 
 // The fused form's row max and sum take keys in groups of this many, one
@@ -38,12 +39,19 @@ struct TileShape {
   // one max and one sum, and takes one exp per key block.
   bool packed_state = false;
   int grouped_heads = 1;  // query heads per tile row group (see the index names above)
+  // online: q.k and P.V over bf16 pairs (pairs of head-dim elements, pairs of
+  // keys), laid out so that each pair is one 32-bit element: the form of a
+  // bf16 dot product that accumulates in f32. q * scale and the probabilities
+  // that feed P.V are rounded to bf16.
+  bool bf16_pairs = false;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
 // output read back from (d, ii, it) tile coordinates.
 struct QueryTileFuncs {
   Halide::Func q_tile{"q_tile"};  // (ii, d, it, h, b) f32, q * scale, ii innermost
+  // bf16_pairs: (p, ii, dh, it, h, b) bf16, q * scale at d = 2 dh + p.
+  Halide::Func q_pairs{"q_pairs"};
 };
 
 // fused: per query tile, one pass over all keys for the row max, then exp-sum and P.V.
@@ -72,6 +80,9 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::Func block_sum{"block_sum"};  // (ii, kb, it, h, b)
   Halide::Func pv_sum{"pv_sum"};        // (d, ii, kb, it, h, b) P.V reduction
   Halide::Func block_pv{"block_pv"};    // (d, ii, kb, it, h, b)
+  // bf16_pairs: (p, ii, jh, kb, it, h, b) bf16 probability of key jj = 2 jh + p,
+  // and (p, d, jh, kb, h, b) that key's V row, pairs of keys interleaved.
+  Halide::Func prob_pairs{"prob_pairs"}, v_pairs{"v_pairs"};
   // (d, ii, ks, it, h, b) Tuple(acc, max, sum); packed: (e, ii, ks, it, h, b)
   // with e < head_dim the accumulator, e == sum_at() the sum, e == max_at() the max.
   Halide::Func state{"state"};
@@ -79,6 +90,8 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::Func merged{"merged"};        // (d, ii, it, h, b) Tuple(acc, sum); likewise
   Halide::Func output{"output"};        // (d, i, h, b) storage dtype
   Halide::RDom over_dim, over_block, over_blocks, over_splits;
+  // bf16_pairs: q.k over (p, dh) and P.V over (p, jh), pairs innermost.
+  Halide::RDom over_dim_pairs, over_key_pairs;
   // packed: the update's (e, block) loops; e runs in order, so every element
   // reads the max before the last one updates it.
   Halide::RDom over_state;

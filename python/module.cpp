@@ -107,11 +107,14 @@ Result result(const Status& status) {
 }
 
 Result attention(const Array& q, const Array& k, const Array& v, const Array& out,
-                 const MaskArguments& m, const Optional& page_table, const Optional& weights) {
+                 const MaskArguments& m, const Optional& page_table, const Optional& cu_seqlens_q,
+                 const Optional& cu_seqlens_k, const Optional& weights) {
   MaskViews views;
-  TensorView page_view, weights_view;
+  TensorView page_view, cu_q_view, cu_k_view, weights_view;
   attnforge::AttentionOptions o = options_of(m, views);
   o.page_table = view(page_table, "page_table", page_view);
+  o.cu_seqlens_q = view(cu_seqlens_q, "cu_seqlens_q", cu_q_view);
+  o.cu_seqlens_k = view(cu_seqlens_k, "cu_seqlens_k", cu_k_view);
   o.weights = const_cast<TensorView*>(view(weights, "weights", weights_view));
   const TensorView tq = view(q, "q"), tk = view(k, "k"), tv = view(v, "v"), tout = view(out, "out");
   Status status;
@@ -164,7 +167,8 @@ NB_MODULE(_attnforge, m) {
            nb::arg("key_lengths").none(), nb::arg("bias").none(), nb::arg("alibi_slopes").none(),
            nb::arg("scale").none());
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
-        nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("weights").none());
+        nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("cu_seqlens_q").none(),
+        nb::arg("cu_seqlens_k").none(), nb::arg("weights").none());
   m.def("mha_layer", &mha_layer, nb::arg("x"), nb::arg("x_kv").none(), nb::arg("parameters"),
         nb::arg("out"), nb::arg("heads"), nb::arg("kv_heads"), nb::arg("mask_arguments"),
         nb::arg("weights").none(), nb::arg("average_weights"));

@@ -61,22 +61,29 @@ LoopLevel tile_output(const Schedule& s, Func out, const AttentionVars& v, int g
 }
 
 void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y, RVar r,
-                   int vectors, int rows) {
+                   int vectors, int rows, const RVar* pair = nullptr) {
   schedules::register_tile(consumer, product, x, y, {r}, s.vector_width, vectors, rows, Var("xo"),
-                           Var("yo"), y);
+                           Var("yo"), y, pair);
 }
 
 // Splits the output into query tiles and places the scaled Q copy; returns
 // the loop a tile's work is computed at.
-LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim) {
+LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim,
+                               Func q_pairs = {}) {
   Var it("it_out"), ii("ii_out");
   LoopLevel tile = tile_output(s, p.output, p.vars, p.grouped_heads, it, ii, head_dim);
+  Func q_copy = s.bf16_dots ? q_pairs : q_tile;
   if (s.q_copy_at == StoreLevel::root) {
-    q_tile.compute_root();
+    q_copy.compute_root();
   } else {
-    q_tile.compute_at(tile);
+    q_copy.compute_at(tile);
   }
-  if (s.dot_axis == DotAxis::head_dim) {
+  if (s.bf16_dots) {
+    // Pairs of head-dim elements interleaved, as the dot products read them.
+    Var pair_row("pair_row");
+    q_pairs.fuse(p.tile_vars.pair, p.tile_vars.ii, pair_row)
+        .vectorize(pair_row, 2 * s.vector_width);
+  } else if (s.dot_axis == DotAxis::head_dim) {
     // Each row's head dim contiguous: q.k loads it in vectors.
     q_tile.reorder_storage(p.vars.d, p.tile_vars.ii)
         .reorder(p.vars.d, p.tile_vars.ii)
@@ -97,6 +104,10 @@ struct SoftmaxStages {
   // The fused form's max and sum combine per-lane partials over key groups.
   Func max_lanes = {}, sum_lanes = {};
   RVar over_groups = {};
+  // bf16 dot products: q.k over head-dim pairs, P.V over key pairs (pair
+  // innermost, over_dim and pv_keys their outer loops), with P and V packed in pairs.
+  RVar dim_pair = {}, key_pair = {}, pv_keys = {};
+  Func prob_pairs = {}, v_pairs = {};
 };
 
 // A row max or sum: a reduction over keys, vectorized across rows; or, where
@@ -182,11 +193,40 @@ void schedule_statistic_along_keys(const Schedule& s, Func stat, RVar keys, cons
   lanes.update().reorder(lane, key_outer).vectorize(lane);
 }
 
+// The online form with bf16 dot products: q.k as in the f32 tile with
+// head-dim pairs inside each lane; P.V vectorized across query rows too, its
+// probabilities and V rows packed in key pairs per block, its tile (query
+// vectors x head-dim rows) stored query-innermost for a state that is too.
+void schedule_bf16_dot_stages(const Schedule& s, const SoftmaxStages& st, const LoopLevel& level,
+                              const AttentionPipeline& p) {
+  const Var d = p.vars.d, ii = p.tile_vars.ii, pair = p.tile_vars.pair;
+  const int VW = s.vector_width;
+  Func logits = st.logits, probs = st.probs, pv = st.pv, pv_sum = st.pv_sum;
+  logits.compute_at(level);
+  register_tile(s, logits, st.scores, ii, st.key, st.over_dim, s.register_vectors, s.register_rows,
+                &st.dim_pair);
+  schedule_row_statistic(s, st.max, st.max_lanes, st, level, p);
+  probs.compute_at(level).vectorize(ii, VW);
+  schedule_row_statistic(s, st.sum, st.sum_lanes, st, level, p);
+  Var pair_row("pair_row"), pair_dim("pair_dim");
+  Func(st.prob_pairs).compute_at(level).fuse(pair, ii, pair_row).vectorize(pair_row, 2 * VW);
+  Func(st.v_pairs).compute_at(level).fuse(pair, d, pair_dim).vectorize(pair_dim, 2 * VW);
+  pv.compute_at(level).reorder_storage(ii, d);
+  pv_sum.reorder_storage(ii, d);
+  register_tile(s, pv, pv_sum, ii, d, st.pv_keys, effective_pv_vectors(s), effective_pv_rows(s),
+                &st.key_pair);
+  if (s.unroll > 1) pv_sum.update().unroll(st.pv_keys, s.unroll);
+}
+
 void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const LoopLevel& level,
                              const AttentionPipeline& p, int head_dim) {
   const Var d = p.vars.d, ii = p.tile_vars.ii;
   const int VW = s.vector_width;
   Func logits = st.logits, probs = st.probs, pv = st.pv;
+  if (s.bf16_dots) {
+    schedule_bf16_dot_stages(s, st, level, p);
+    return;
+  }
   if (s.dot_axis == DotAxis::head_dim) {
     schedule_dots_along_head_dim(s, st, level, p);
     schedule_statistic_along_keys(s, st.max, st.over_keys, level, p);
@@ -214,11 +254,16 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
 
 LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
-  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
+  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim, f.q_pairs);
   const RVar rb = f.over_blocks.x;
   const Var d = p.vars.d, ii = p.tile_vars.ii, ks = p.tile_vars.ks;
-  f.state.compute_at(tile).vectorize(d, s.vector_width);
-  f.state.update().reorder(d, ii, rb, ks).vectorize(d, s.vector_width);
+  if (s.bf16_dots) {  // as P.V's tile: query rows innermost
+    f.state.compute_at(tile).reorder_storage(ii, d).vectorize(ii, s.vector_width);
+    f.state.update().reorder(ii, d, rb, ks).vectorize(ii, s.vector_width);
+  } else {
+    f.state.compute_at(tile).vectorize(d, s.vector_width);
+    f.state.update().reorder(d, ii, rb, ks).vectorize(d, s.vector_width);
+  }
   if (s.kv_splits > 1) {
     if (has(s, ParallelLoop::kv_splits)) f.state.update().parallel(ks);
     for (Func merge : {f.split_max, f.merged}) {
@@ -228,6 +273,14 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
   }
   SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
                        f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
+  if (s.bf16_dots) {
+    stages.over_dim = f.over_dim_pairs.y;
+    stages.dim_pair = f.over_dim_pairs.x;
+    stages.pv_keys = f.over_key_pairs.y;
+    stages.key_pair = f.over_key_pairs.x;
+    stages.prob_pairs = f.prob_pairs;
+    stages.v_pairs = f.v_pairs;
+  }
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
   if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
     for (const Halide::Parameter& buffer : {p.inputs.k_buffer, p.inputs.v_buffer}) {

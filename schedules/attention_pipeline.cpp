@@ -13,6 +13,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   TileShape shape{rows ? 1 : schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
                   schedule.kv_splits, rows};
   if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
+  shape.bf16_pairs = schedule.bf16_dots;
   p.grouped_heads = shape.grouped_heads;
   switch (schedule.form) {
     case Form::materialized:

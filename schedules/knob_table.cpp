@@ -145,6 +145,12 @@ std::vector<KnobRow> make_table() {
                      .on_cpu({{0, 1}, std::nullopt, materialized_only()})
                      .omitted_when_unset()
                      .seen_by_model_as(Feature::flag));
+  // Searched only for bf16 specs on targets with bf16 dot products (space.cpp).
+  rows.push_back(KnobRow::of<&Schedule::bf16_dots>("bf16_dots", Scope::cpu)
+                     .encoded_as(Encoding::boolean)
+                     .on_cpu({{0, 1}, std::nullopt, {Form::materialized, Form::fused}})
+                     .omitted_when_unset()
+                     .seen_by_model_as(Feature::flag));
   // Never searched: skipping is never slower.
   rows.push_back(KnobRow::of<&Schedule::skip_masked_blocks>("skip_masked_blocks", Scope::attention)
                      .encoded_as(Encoding::boolean)

@@ -15,19 +15,28 @@ namespace attnforge::schedules {
 // may be a split of the product's (`product_row`). Tiles round up, so the
 // consumer must be an intermediate whose producers are read at clamped
 // positions: a partial tile computes a few unused values instead of giving
-// the inner loops a variable extent.
+// the inner loops a variable extent. `pair`: a reduction of extent 2 taken
+// inside each lane (a dot product of pairs, as vdpbf16ps computes it).
 inline void register_tile(Halide::Func consumer, Halide::Func product, const Halide::Var& x,
                           const Halide::Var& y, const std::vector<Halide::RVar>& reduction,
                           int lanes, int vectors, int rows, const Halide::Var& xo,
-                          const Halide::Var& yo, const Halide::Var& product_row) {
+                          const Halide::Var& yo, const Halide::Var& product_row,
+                          const Halide::RVar* pair = nullptr) {
   Halide::Var xi("xi"), yi("yi");
   consumer.tile(x, y, xo, yo, xi, yi, lanes * vectors, rows, Halide::TailStrategy::RoundUp)
       .vectorize(xi, lanes)
       .unroll(yi);
   product.compute_at(consumer, xo).vectorize(x, lanes).unroll(x).unroll(product_row);
-  std::vector<Halide::VarOrRVar> order = {x, product_row};
+  std::vector<Halide::VarOrRVar> order;
+  if (pair) order.push_back(*pair);
+  order.push_back(x);
+  order.push_back(product_row);
   order.insert(order.end(), reduction.begin(), reduction.end());
-  product.update().reorder(order).vectorize(x, lanes).unroll(x).unroll(product_row);
+  Halide::Stage update = product.update();
+  update.reorder(order);
+  // Pairs are summed in a different order than one at a time: atomic() states that this is meant.
+  if (pair) update.atomic(true).vectorize(*pair);
+  update.vectorize(x, lanes).unroll(x).unroll(product_row);
 }
 
 // The same product (pure vector dim x, row dim y) computed `chunk` steps of

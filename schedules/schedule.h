@@ -74,6 +74,11 @@ struct Schedule {
   // block's softmax computes. A paged cache is read through its table and is
   // not prefetched.
   int prefetch_blocks = 0;
+  // CPU, online form, bf16 storage: q.k and P.V as bf16 dot products that
+  // accumulate in f32 (vdpbf16ps: two multiply-adds per f32 lane where an FMA
+  // does one), on targets with AVX512_BF16 (avx512_zen4, avx512_sapphirerapids).
+  // q * scale and the probabilities that feed P.V are rounded to bf16.
+  bool bf16_dots = false;
 
   // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
   // vectors x rows, row blocks kept in cache while every weight column passes,

@@ -158,6 +158,30 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
     ATTNFORGE_REQUIRE(s.form == Form::fused || s.key_block % s.register_rows == 0, "key_block",
                       "{} must be a multiple of register_rows ({})", s.key_block, s.register_rows);
   }
+  if (s.bf16_dots) {
+    ATTNFORGE_REQUIRE(spec.dtype == DType::bf16, "bf16_dots",
+                      "needs bf16 storage; {} is computed in f32", to_string(spec.dtype));
+    ATTNFORGE_REQUIRE(has_bf16_dots(target), "bf16_dots",
+                      "target '{}' has no bf16 dot products (avx512_zen4 or "
+                      "avx512_sapphirerapids)",
+                      target.to_string());
+    ATTNFORGE_REQUIRE(s.form == Form::online && s.dot_axis == DotAxis::queries, "bf16_dots",
+                      "needs the online form with dot_axis queries");
+    ATTNFORGE_REQUIRE(s.vector_width == 16, "vector_width",
+                      "{}; bf16 dot products take 16 f32 lanes", s.vector_width);
+    ATTNFORGE_REQUIRE(s.key_block % 2 == 0, "key_block", "{}; bf16 dot products take keys in pairs",
+                      s.key_block);
+    ATTNFORGE_REQUIRE(s.pv_chunk == 0, "pv_chunk", "{}; bf16 dot products take P.V in one pass",
+                      s.pv_chunk);
+    // P.V's tile is then query vectors x head-dim rows.
+    const int pv_rows = s.vector_width * effective_pv_vectors(s);
+    ATTNFORGE_REQUIRE(s.query_tile % pv_rows == 0, "pv_vectors",
+                      "query_tile {} is not a multiple of the P.V tile's {} query rows",
+                      s.query_tile, pv_rows);
+    ATTNFORGE_REQUIRE(spec.head_dim % effective_pv_rows(s) == 0, "pv_rows",
+                      "head_dim {} is not a multiple of the P.V tile's {} head-dim rows",
+                      spec.head_dim, effective_pv_rows(s));
+  }
   ATTNFORGE_REQUIRE(s.pv_chunk % s.unroll == 0, "pv_chunk",
                     "{} keys must be a multiple of unroll ({})", s.pv_chunk, s.unroll);
   ATTNFORGE_REQUIRE(s.form != Form::online || s.key_block % std::max(s.pv_chunk, 1) == 0,
@@ -233,6 +257,11 @@ std::optional<ScheduleError> check_legal_values(const Schedule& s, TargetKind ki
 }
 
 // Target strings may name only the newest feature (e.g. avx2, avx512_zen4).
+bool has_bf16_dots(const Halide::Target& target) {
+  using T = Halide::Target;
+  return target.features_any_of({T::AVX512_SapphireRapids, T::AVX512_Zen4, T::AVX512_Zen5});
+}
+
 int native_vector_width(const Halide::Target& target) {
   using T = Halide::Target;
   if (target.features_any_of({T::AVX512, T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,

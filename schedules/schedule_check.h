@@ -39,4 +39,7 @@ std::optional<ScheduleError> check_legal_values(const Schedule& schedule, Target
 // Widest f32 vector the target has: 16 with AVX-512, 8 with AVX, else 4.
 int native_vector_width(const Halide::Target& target);
 
+// Whether Halide emits bf16 dot products (vdpbf16ps) for the target.
+bool has_bf16_dots(const Halide::Target& target);
+
 }  // namespace attnforge::schedules

@@ -77,11 +77,15 @@ def _extent(array, dim):
 
 
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
-              page_table=None, bias=None, alibi_slopes=None, scale=None, weights=False, out=None):
+              page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
+              scale=None, weights=False, out=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
     [num_pages, H_kv, page_size, D] with page_table (int32 [B, max_pages]).
+    A packed batch (FlashAttention's varlen): q [1, H, total_q, D] and k, v
+    [1, H_kv, total_k, D] with cu_seqlens_q, cu_seqlens_k (int32 [S + 1]
+    offsets, CPU memory); a [total, H, D] tensor t is t.transpose(0, 1)[None].
     mask: "none", "causal" or "sliding_window" (window=(left, right));
     alignment: "top_left" or "bottom_right" (query i at key i + Lk - Lq);
     key_lengths: int32 [B], the keys each batch keeps; bias: [B or 1, H or 1,
@@ -96,7 +100,8 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
         kv_len = _extent(k, 2) * (_extent(page_table, 1) if page_table is not None else 1)
         weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
     arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
-    _check(_native.attention(q, k, v, out, arguments, page_table, weights_out))
+    _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
+                             weights_out))
     return (out, weights_out) if weights else out
 
 

@@ -2,6 +2,9 @@
 
 #include <HalideRuntime.h>
 
+#include <string>
+#include <vector>
+
 #include "call_validation.h"
 #include "cpu_features.h"
 #include "cuda_driver.h"
@@ -27,12 +30,93 @@ Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, co
   return status;
 }
 
+bool is_packed(const AttentionOptions& options) {
+  return options.cu_seqlens_q || options.cu_seqlens_k;
+}
+
+// Rows [start, start + length) along L of a [B, H, L, D] view.
+TensorView rows(const TensorView& t, int64_t start, int64_t length) {
+  TensorView part = t;
+  part.data = static_cast<char*>(t.data) + start * t.strides[2] * element_bytes(t.type);
+  part.shape[2] = length;
+  return part;
+}
+
+struct Sequence {
+  TensorView q, k, v, out;
+};
+
+// The sequences of a validated packed call, as views of its memory.
+std::vector<Sequence> packed_sequences(const TensorView& q, const TensorView& k,
+                                       const TensorView& v, const TensorView& out,
+                                       const AttentionOptions& options) {
+  const auto* q_at = static_cast<const int32_t*>(options.cu_seqlens_q->data);
+  const auto* k_at = static_cast<const int32_t*>(options.cu_seqlens_k->data);
+  const int64_t qs = options.cu_seqlens_q->strides[0], ks = options.cu_seqlens_k->strides[0];
+  std::vector<Sequence> sequences;
+  for (int64_t s = 0; s + 1 < options.cu_seqlens_q->shape[0]; ++s) {
+    const int64_t q_start = q_at[s * qs], q_len = q_at[(s + 1) * qs] - q_start;
+    const int64_t k_start = k_at[s * ks], k_len = k_at[(s + 1) * ks] - k_start;
+    sequences.push_back({rows(q, q_start, q_len), rows(k, k_start, k_len), rows(v, k_start, k_len),
+                         rows(out, q_start, q_len)});
+  }
+  return sequences;
+}
+
+AttentionOptions one_sequence(const AttentionOptions& options) {
+  AttentionOptions each = options;
+  each.cu_seqlens_q = nullptr;
+  each.cu_seqlens_k = nullptr;
+  return each;
+}
+
+Status in_sequence(size_t s, Status status) {
+  if (!status.ok()) status.message = "sequence " + std::to_string(s) + ": " + status.message;
+  return status;
+}
+
+// Validates the packed call, then every sequence and its kernel before any
+// runs (so an error writes nothing), then runs them in turn.
+Status attention_packed(const TensorView& q, const TensorView& k, const TensorView& v,
+                        const TensorView& out, const AttentionOptions& options) {
+  ValidatedCall call;
+  Status status = runtime::validate_call(q, k, v, out, options, &call);
+  if (!status.ok()) return status;
+  const AttentionOptions each = one_sequence(options);
+  const std::vector<Sequence> sequences = packed_sequences(q, k, v, out, options);
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const Sequence& x = sequences[s];
+    if (x.q.shape[2] == 0) continue;  // no queries: nothing to compute, keys or not
+    const KernelEntry* kernel = nullptr;
+    status = prepare(x.q, x.k, x.v, x.out, each, &call, &kernel);
+    if (!status.ok()) return in_sequence(s, status);
+  }
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const Sequence& x = sequences[s];
+    if (x.q.shape[2] == 0) continue;
+    status = attention(x.q, x.k, x.v, x.out, each);
+    if (!status.ok()) return in_sequence(s, status);
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, KernelChoice* choice) {
   ValidatedCall call;
   const KernelEntry* kernel = nullptr;
+  if (is_packed(options)) {  // the kernel of the sequence with the most queries
+    Status status = runtime::validate_call(q, k, v, out, options, &call);
+    if (!status.ok()) return status;
+    std::vector<Sequence> sequences = packed_sequences(q, k, v, out, options);
+    const Sequence* longest = &sequences.front();
+    for (const Sequence& x : sequences) {
+      if (x.q.shape[2] > longest->q.shape[2]) longest = &x;
+    }
+    return choose_kernel(longest->q, longest->k, longest->v, longest->out, one_sequence(options),
+                         choice);
+  }
   Status status = prepare(q, k, v, out, options, &call, &kernel);
   if (status.ok() && choice) *choice = runtime::describe(*kernel);
   return status;
@@ -40,6 +124,7 @@ Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView&
 
 Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
                  const TensorView& out, const AttentionOptions& options) {
+  if (is_packed(options)) return attention_packed(q, k, v, out, options);
   ValidatedCall call;
   const KernelEntry* kernel = nullptr;
   Status status = prepare(q, k, v, out, options, &call, &kernel);

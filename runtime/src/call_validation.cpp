@@ -55,6 +55,75 @@ int row_alignment(std::initializer_list<const TensorView*> tensors) {
   return static_cast<int>(offsets & (~offsets + 1));  // the lowest bit set
 }
 
+// A packed batch's offsets (see AttentionOptions::cu_seqlens_q): both, in
+// CPU memory, [S + 1] int32 from 0 to the total length, never decreasing,
+// a key for every sequence with queries, and none of the per-batch options.
+Status check_packed(const AttentionOptions& o, int64_t b, int64_t lq, int64_t lk) {
+  if (!o.cu_seqlens_q || !o.cu_seqlens_k) {
+    return invalid(fmt::format("{}: null, but {} is given; a packed batch needs both",
+                               o.cu_seqlens_q ? "cu_seqlens_k" : "cu_seqlens_q",
+                               o.cu_seqlens_q ? "cu_seqlens_q" : "cu_seqlens_k"));
+  }
+  const NamedView per_batch[] = {{o.key_lengths, "key_lengths"},
+                                 {o.page_table, "page_table"},
+                                 {o.bias, "bias"},
+                                 {o.weights, "weights"}};
+  for (const NamedView& n : per_batch) {
+    if (n.view) {
+      return invalid(
+          fmt::format("{}: not with cu_seqlens_q and cu_seqlens_k (a packed batch)", n.name));
+    }
+  }
+  if (b != 1) {
+    return invalid(fmt::format(
+        "q: a packed batch lies along L, [1, H, total_q, D]; got B = {} with cu_seqlens_q", b));
+  }
+  const TensorView* offsets[2] = {o.cu_seqlens_q, o.cu_seqlens_k};
+  const char* names[2] = {"cu_seqlens_q", "cu_seqlens_k"};
+  const int64_t totals[2] = {lq, lk};
+  const char* total_names[2] = {"total_q, Lq of q", "total_k, Lk of k"};
+  for (int n = 0; n < 2; ++n) {
+    const TensorView& t = *offsets[n];
+    ATTNFORGE_CHECK(check_layout(t, names[n], 1, "[S + 1]"));
+    ATTNFORGE_CHECK(check_type(t, names[n], ElementType::i32));
+    if (t.device != Device::cpu) {
+      return invalid(
+          fmt::format("{}: on {}; the runtime reads the offsets, which must be in "
+                      "CPU memory",
+                      names[n], to_string(t.device)));
+    }
+    if (t.shape[0] < 2 || t.shape[0] != offsets[0]->shape[0]) {
+      return invalid(fmt::format("{}: expected shape [S + 1] with S >= 1{}, got {}", names[n],
+                                 n ? " (as cu_seqlens_q)" : "", shape_text(t)));
+    }
+    const auto* values = static_cast<const int32_t*>(t.data);
+    const int64_t last = t.shape[0] - 1;
+    if (values[0] != 0)
+      return invalid(fmt::format("{}: [0] is {}; expected 0", names[n], values[0]));
+    for (int64_t s = 1; s <= last; ++s) {
+      const int32_t at = values[s * t.strides[0]], before = values[(s - 1) * t.strides[0]];
+      if (at < before) {
+        return invalid(fmt::format("{}: [{}] is {}, below [{}] = {}; offsets never decrease",
+                                   names[n], s, at, s - 1, before));
+      }
+    }
+    if (values[last * t.strides[0]] != totals[n]) {
+      return invalid(fmt::format("{}: [{}] is {}; expected {} ({})", names[n], last,
+                                 values[last * t.strides[0]], total_names[n], totals[n]));
+    }
+  }
+  const auto* q_at = static_cast<const int32_t*>(o.cu_seqlens_q->data);
+  const auto* k_at = static_cast<const int32_t*>(o.cu_seqlens_k->data);
+  const int64_t qs = o.cu_seqlens_q->strides[0], ks = o.cu_seqlens_k->strides[0];
+  for (int64_t s = 0; s + 1 < o.cu_seqlens_q->shape[0]; ++s) {
+    if (q_at[(s + 1) * qs] > q_at[s * qs] && k_at[(s + 1) * ks] == k_at[s * ks]) {
+      return invalid(fmt::format("cu_seqlens_k: sequence {} has {} queries but no key", s,
+                                 q_at[(s + 1) * qs] - q_at[s * qs]));
+    }
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status check_options(const AttentionOptions& o, const TensorView& q, int64_t b, int64_t lq,
@@ -195,6 +264,8 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   call->empty = b == 0 || lq == 0;
   call->row_alignment = row_alignment({&q, &k, &v});
   ATTNFORGE_CHECK(check_options(options, q, b, lq, lk, h));
+  const bool packed = options.cu_seqlens_q || options.cu_seqlens_k;
+  if (packed) ATTNFORGE_CHECK(check_packed(options, b, lq, lk));
   if (table) ATTNFORGE_CHECK(check_page_table(options, *call, k.shape[0], k.shape[2]));
   const AttentionOptions& o = options;
   const NamedView inputs[] = {{&q, "q"},

@@ -120,6 +120,21 @@ class Attention(unittest.TestCase):
         expected, _ = reference(q, k, v, mask="causal")
         np.testing.assert_allclose(out_blhd.transpose(0, 2, 1, 3), expected, atol=2e-5, rtol=2e-5)
 
+    def test_a_packed_batch_matches_each_sequence_alone(self):
+        lengths = [(37, 37), (1, 1), (70, 70), (5, 5)]
+        cu_q = np.cumsum([0] + [lq for lq, _ in lengths]).astype(np.int32)
+        cu_k = np.cumsum([0] + [lk for _, lk in lengths]).astype(np.int32)
+        q = random(self.rng, (int(cu_q[-1]), 8, 64))  # FlashAttention's [total, H, D]
+        k, v = (random(self.rng, (int(cu_k[-1]), 2, 64)) for _ in range(2))
+        view = lambda t: t.transpose(1, 0, 2)[None]  # [1, H, total, D]
+        out = attnforge.attention(view(q), view(k), view(v), mask="causal", cu_seqlens_q=cu_q,
+                                  cu_seqlens_k=cu_k)
+        for s in range(len(lengths)):
+            part = lambda t, at: view(t)[:, :, at[s]:at[s + 1]]
+            expected, _ = reference(part(q, cu_q), part(k, cu_k), part(v, cu_k), mask="causal")
+            np.testing.assert_allclose(out[:, :, cu_q[s]:cu_q[s + 1]], expected, atol=2e-5,
+                                       rtol=2e-5)
+
     def test_errors_are_exceptions_and_nothing_is_written(self):
         q, k, v = self.qkv(1, 8, 2, 3, 5, 64)
         out = np.full(q.shape, 7.0, dtype=np.float32)

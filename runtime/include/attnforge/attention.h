@@ -50,6 +50,20 @@ struct AttentionOptions {
   // covers must be in 0..num_pages - 1 and later ones are never read. CPU only.
   const TensorView* page_table = nullptr;
 
+  // Packed variable-length batches (FlashAttention's cu_seqlens): int32
+  // [S + 1] cumulative offsets in CPU memory, for the queries and for the
+  // keys, both or neither. The S sequences lie one after another along L of q,
+  // k, v and out, whose B is then 1 (FlashAttention's [total, H, D] memory is
+  // a [1, H, total, D] view): sequence s is queries cu_seqlens_q[s] ..
+  // cu_seqlens_q[s + 1] - 1 over keys cu_seqlens_k[s] .. cu_seqlens_k[s + 1] - 1,
+  // masked and aligned on its own (bottom_right: its last query at its last
+  // key). Offsets start at 0, never decrease and end at the total length; a
+  // sequence with queries needs a key. Not with key_lengths, page_table, bias
+  // or weights. Each sequence runs the kernel for its own shape on views of
+  // the packed memory, without a copy.
+  const TensorView* cu_seqlens_q = nullptr;
+  const TensorView* cu_seqlens_k = nullptr;
+
   // Additive bias on the logits, [B or 1, H or 1, Lq, Lk], the call's element
   // type; a size-1 dimension broadcasts. -inf masks that position.
   const TensorView* bias = nullptr;
