@@ -159,10 +159,10 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
         continue;
       }
       const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
-      const std::string preset =
-          first_fitting({"online_cuda", "materialized_cuda", "online_avx512", "online_avx2",
-                         "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
-                        spec, target);
+      const std::string preset = first_fitting(
+          {"online_cuda", "materialized_cuda", "online_bf16_avx512", "online_avx512", "online_avx2",
+           "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
+          spec, target);
       const PlannedKernel generic{base + "generic",  spec, t, "generic", {0, 0, 0}, preset,
                                   "preset " + preset};
       plan.push_back(generic);
