@@ -21,7 +21,14 @@ const T& pick(const std::vector<T>& values, std::mt19937& rng) {
 }  // namespace
 
 schedules::Schedule Strategy::mutate(schedules::Schedule s) {
-  const schedules::Knob& knob = pick(space_.knobs(), rng_);
+  // Only knobs the space gives a choice: one fixed to a single value for this
+  // spec and target (bf16_dots for f32, group_heads for MHA) cannot change.
+  std::vector<const schedules::Knob*> open;
+  for (const schedules::Knob& knob : space_.knobs()) {
+    if (knob.values.size() > 1) open.push_back(&knob);
+  }
+  if (open.empty()) return s;
+  const schedules::Knob& knob = *pick(open, rng_);
   knob.row->set(s, pick(knob.values, rng_));
   return s;
 }
