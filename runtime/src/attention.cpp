@@ -75,6 +75,44 @@ Status in_sequence(size_t s, Status status) {
   return status;
 }
 
+// Runs the kernel `prepare` chose for a validated call.
+Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorView& q,
+           const TensorView& k, const TensorView& v, const TensorView& out,
+           const AttentionOptions& options) {
+  if (call.empty) return Status::success();
+  if (kernel->cuda) use_screened_cuda_register_limit();
+
+  const KernelPackage& package = attnforge_kernel_package;
+  const int64_t heads = q.shape[1];
+  const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
+  runtime::HalideTensor tq, tk, tv, tout, tlengths, tpages, tbias, tslopes, tweights;
+  KernelArguments args;
+  int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
+              tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
+  args.q = tq.get();
+  args.k = tk.get();
+  args.v = tv.get();
+  args.out = tout.get();
+  auto wrap_optional = [&](const TensorView* view, runtime::HalideTensor& tensor,
+                           const int64_t* extents) -> halide_buffer_t* {
+    if (!view) return nullptr;
+    error |= tensor.wrap(*view, extents, package);
+    return tensor.get();
+  };
+  args.key_lengths = wrap_optional(options.key_lengths, tlengths, nullptr);
+  args.page_table = wrap_optional(options.page_table, tpages, nullptr);
+  args.bias = wrap_optional(options.bias, tbias, bias_extents);
+  args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
+  args.weights = wrap_optional(options.weights, tweights, nullptr);
+  if (error != 0) {
+    return {ErrorCode::kernel_failed,
+            "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};
+  }
+  args.scale = call.scale;
+  KernelArgv argv = kernel_argv(call.spec, args);
+  return runtime::run_kernel(*kernel, argv.data());
+}
+
 // Validates the packed call, then every sequence and its kernel before any
 // runs (so an error writes nothing), then runs them in turn.
 Status attention_packed(const TensorView& q, const TensorView& k, const TensorView& v,
@@ -84,17 +122,18 @@ Status attention_packed(const TensorView& q, const TensorView& k, const TensorVi
   if (!status.ok()) return status;
   const AttentionOptions each = one_sequence(options);
   const std::vector<Sequence> sequences = packed_sequences(q, k, v, out, options);
+  std::vector<ValidatedCall> calls(sequences.size());
+  std::vector<const KernelEntry*> kernels(sequences.size(), nullptr);
   for (size_t s = 0; s < sequences.size(); ++s) {
     const Sequence& x = sequences[s];
     if (x.q.shape[2] == 0) continue;  // no queries: nothing to compute, keys or not
-    const KernelEntry* kernel = nullptr;
-    status = prepare(x.q, x.k, x.v, x.out, each, &call, &kernel);
+    status = prepare(x.q, x.k, x.v, x.out, each, &calls[s], &kernels[s]);
     if (!status.ok()) return in_sequence(s, status);
   }
   for (size_t s = 0; s < sequences.size(); ++s) {
     const Sequence& x = sequences[s];
-    if (x.q.shape[2] == 0) continue;
-    status = attention(x.q, x.k, x.v, x.out, each);
+    if (!kernels[s]) continue;
+    status = run(calls[s], kernels[s], x.q, x.k, x.v, x.out, each);
     if (!status.ok()) return in_sequence(s, status);
   }
   return Status::success();
@@ -128,38 +167,8 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
   ValidatedCall call;
   const KernelEntry* kernel = nullptr;
   Status status = prepare(q, k, v, out, options, &call, &kernel);
-  if (!status.ok() || call.empty) return status;
-  if (kernel->cuda) use_screened_cuda_register_limit();
-
-  const KernelPackage& package = attnforge_kernel_package;
-  const int64_t heads = q.shape[1];
-  const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
-  runtime::HalideTensor tq, tk, tv, tout, tlengths, tpages, tbias, tslopes, tweights;
-  KernelArguments args;
-  int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
-              tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
-  args.q = tq.get();
-  args.k = tk.get();
-  args.v = tv.get();
-  args.out = tout.get();
-  auto wrap_optional = [&](const TensorView* view, runtime::HalideTensor& tensor,
-                           const int64_t* extents) -> halide_buffer_t* {
-    if (!view) return nullptr;
-    error |= tensor.wrap(*view, extents, package);
-    return tensor.get();
-  };
-  args.key_lengths = wrap_optional(options.key_lengths, tlengths, nullptr);
-  args.page_table = wrap_optional(options.page_table, tpages, nullptr);
-  args.bias = wrap_optional(options.bias, tbias, bias_extents);
-  args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
-  args.weights = wrap_optional(options.weights, tweights, nullptr);
-  if (error != 0) {
-    return {ErrorCode::kernel_failed,
-            "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};
-  }
-  args.scale = call.scale;
-  KernelArgv argv = kernel_argv(call.spec, args);
-  return runtime::run_kernel(*kernel, argv.data());
+  if (!status.ok()) return status;
+  return run(call, kernel, q, k, v, out, options);
 }
 
 std::vector<KernelChoice> available_kernels() {
