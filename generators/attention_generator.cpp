@@ -13,6 +13,7 @@
 #include "schedules/attention_pipeline.h"
 #include "schedules/cuda_limits.h"
 #include "schedules/naive_schedule.h"
+#include "schedules/prefetch_lines.h"
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
 #include "spec/attention_spec.h"
@@ -102,6 +103,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       schedules::apply_cuda(chosen, pipeline, spec_.head_dim);
     } else {
       schedules::apply_x86(chosen, pipeline, spec_.head_dim);
+      schedules::fix_prefetch_line_steps(get_pipeline());
     }
   }
 

@@ -8,6 +8,7 @@
 
 #include "schedules/apply_layer_x86.h"
 #include "schedules/layer_schedule.h"
+#include "schedules/prefetch_lines.h"
 #include "schedules/presets.h"
 #include "schedules/schedule_choice.h"
 #include "spec/layer_spec.h"
@@ -86,6 +87,7 @@ class LayerGenerator : public Halide::Generator<LayerGenerator> {
       schedules::apply_layer_naive(p, get_target());
     } else {
       schedules::apply_layer_x86(chosen, p, spec_);
+      schedules::fix_prefetch_line_steps(get_pipeline());
     }
   }
 

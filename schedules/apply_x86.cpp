@@ -125,6 +125,14 @@ void schedule_row_statistic(const Schedule& s, Func stat, Func lanes, const Soft
   lanes.update().reorder(ii, lane, st.over_groups).vectorize(ii, s.vector_width).unroll(lane);
 }
 
+// K and V are prefetched as they stream, each row this many rows before it
+// is read: one prefetch per cache line, spread over the block's loads. (A
+// prefetch of a whole block at the block loop gets an empty region from
+// Halide 21 whenever the block's bounds are let-bound in its body.)
+int prefetch_rows(const Schedule& s) {
+  return s.prefetch_blocks * s.key_block;
+}
+
 // q.k along the head dim: per tile of register_rows rows x register_vectors
 // keys, vector partial sums over the head dim (an rfactor), then one
 // horizontal sum per score. Logits are stored key-innermost for the
@@ -155,6 +163,10 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .vectorize(lane)
       .unroll(pii)
       .unroll(pki);
+  if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
+    partial.update().prefetch(p.inputs.k_buffer, pko, pko, prefetch_rows(s) / s.register_vectors,
+                              Halide::PrefetchBoundStrategy::NonFaulting);
+  }
   // The horizontal sum in two steps: the vector's four quarters added as
   // vectors, then the lanes of one quarter as scalars. A single vector
   // reduction of floats is ordered, one dependent add per lane.
@@ -250,6 +262,10 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   pv.compute_at(level);
   register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, pv_vectors, pv_rows);
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
+  if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined()) {
+    Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
+                                      prefetch_rows(s), Halide::PrefetchBoundStrategy::NonFaulting);
+  }
 }
 
 LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
@@ -282,11 +298,6 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
     stages.v_pairs = f.v_pairs;
   }
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
-  if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
-    for (const Halide::Parameter& buffer : {p.inputs.k_buffer, p.inputs.v_buffer}) {
-      f.state.update().prefetch(buffer, rb, rb, s.prefetch_blocks);
-    }
-  }
   return tile;
 }
 

@@ -69,10 +69,10 @@ struct Schedule {
   // MQA), so each K/V row it reads serves every query head of the group.
   bool group_heads = false;
   DotAxis dot_axis = DotAxis::queries;  // CPU
-  // CPU, online form: at each key block, prefetch the K and V rows of the
-  // block this many ahead (0: none), so the memory stream runs on while the
-  // block's softmax computes. A paged cache is read through its table and is
-  // not prefetched.
+  // CPU, online form with dot_axis head_dim: prefetch K and V this many key
+  // blocks ahead of the rows being read (0: none), a cache line at a time
+  // as the rows stream. A paged cache is read through its table and is not
+  // prefetched.
   int prefetch_blocks = 0;
   // CPU, online form, bf16 storage: q.k and P.V as bf16 dot products that
   // accumulate in f32 (vdpbf16ps: two multiply-adds per f32 lane where an FMA

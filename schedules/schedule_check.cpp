@@ -158,6 +158,12 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
     ATTNFORGE_REQUIRE(s.form == Form::fused || s.key_block % s.register_rows == 0, "key_block",
                       "{} must be a multiple of register_rows ({})", s.key_block, s.register_rows);
   }
+  if (s.prefetch_blocks > 0) {
+    ATTNFORGE_REQUIRE(s.dot_axis == DotAxis::head_dim && s.pv_chunk == 0, "prefetch_blocks",
+                      "{} needs dot_axis head_dim and pv_chunk 0, whose loops stream K and V "
+                      "row by row",
+                      s.prefetch_blocks);
+  }
   if (s.bf16_dots) {
     ATTNFORGE_REQUIRE(spec.dtype == DType::bf16, "bf16_dots",
                       "needs bf16 storage; {} is computed in f32", to_string(spec.dtype));

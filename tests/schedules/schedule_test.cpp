@@ -138,6 +138,8 @@ TEST(Validate, RejectsWhatDoesNotFitBeforeCompiling) {
          s.pv_chunk = 18;
        },
        "full.mha8.d64.f32", "pv_chunk"},
+      {"prefetch without rows streamed along the head dim",
+       [](Schedule& s) { s.prefetch_blocks = 1; }, "full.mha8.d64.f32", "prefetch_blocks"},
   };
   for (const Misfit& m : misfits) {
     Schedule s = load_preset("online_avx2");
