@@ -23,9 +23,17 @@ struct CudaLaunch {
 std::vector<CudaLaunch> cuda_launches(const std::string& spec, const std::string& schedule,
                                       const Halide::Target& target);
 
-// The PTX of every kernel of `spec` under `schedule` (empty without any).
+// The PTX of every kernel of `spec` under `schedule` (empty without any), as
+// it loads: with link_ptx_functions applied.
 std::string cuda_ptx(const std::string& spec, const std::string& schedule,
                      const Halide::Target& target);
+
+// The PTX Halide embeds in a compiled module (one text for all its kernels;
+// empty without any), before link_ptx_functions.
+std::string module_ptx(const Halide::Module& module);
+
+// ptxas from /usr/local/cuda/bin or PATH; empty when there is none.
+std::string find_ptxas();
 
 // The launches in a lowered statement's text.
 std::vector<CudaLaunch> parse_cuda_launches(const std::string& stmt);

@@ -1,0 +1,22 @@
+// Tensor-core mma from Halide 21 expressions: pure extern calls that
+// link_ptx_functions (spec/ptx_functions.h) turns into mma.sync in the PTX.
+// For CUDA kernels whose blocks are one warp, each lane passing its own
+// fragments.
+#pragma once
+
+#include <Halide.h>
+
+#include <array>
+
+namespace attnforge {
+
+enum class MmaInput { f16, bf16 };
+
+// D = A x B + C for one m16n8k16 tile (.row.col), f32 accumulation. `a`:
+// the lane's four 32-bit words of A (pairs of f16 or bf16), `b`: its two
+// words of B, `c`: its four f32 accumulators. Returns its four results.
+std::array<Halide::Expr, 4> mma_m16n8k16(MmaInput input, const std::array<Halide::Expr, 4>& a,
+                                         const std::array<Halide::Expr, 2>& b,
+                                         const std::array<Halide::Expr, 4>& c);
+
+}  // namespace attnforge

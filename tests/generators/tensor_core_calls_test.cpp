@@ -1,0 +1,158 @@
+// Tensor-core mma from a Halide 21 CUDA kernel: the extern calls come out of
+// Halide as PTX calls, link_ptx_functions puts one mma.sync in place of each
+// pair, and ptxas turns it into HMMA with no call left, for sm_80 and sm_90.
+#include "generators/tensor_core_calls.h"
+
+#include <Halide.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "generators/cuda_launches.h"
+#include "spec/cuda_register_limit.h"
+#include "spec/ptx_functions.h"
+
+namespace attnforge {
+namespace {
+
+using namespace Halide;
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// One mma per one-warp block: D = A B + C, each lane passing its words of
+// the A, B and C fragments (stored per lane, in the mma's layout) and
+// writing its four results.
+std::string mma_ptx(MmaInput input) {
+  ImageParam a(UInt(32), 3, "a"), b(UInt(32), 3, "b"), c(Float(32), 3, "c");  // (word, lane, tile)
+  Var word("word"), lane("lane"), tile("tile");
+  const std::array<Expr, 4> d =
+      mma_m16n8k16(input, {a(0, lane, tile), a(1, lane, tile), a(2, lane, tile), a(3, lane, tile)},
+                   {b(0, lane, tile), b(1, lane, tile)},
+                   {c(0, lane, tile), c(1, lane, tile), c(2, lane, tile), c(3, lane, tile)});
+  Func out("out");
+  out(word, lane, tile) = mux(word, {d[0], d[1], d[2], d[3]});
+  out.bound(word, 0, 4).bound(lane, 0, 32).unroll(word).gpu_blocks(tile).gpu_threads(lane);
+  const Target target("host-cuda-cuda_capability_80");
+  return module_ptx(Pipeline(out).compile_to_module({a, b, c}, "mma", target));
+}
+
+// The same over k steps, accumulating in a Tuple update. Halide 21 stores a
+// Tuple update's elements one after another, each value computed after the
+// elements before it are stored: the second call of a pair then passes an
+// accumulator the first has changed, and the pair is two mma.
+std::string mma_loop_ptx(int k_steps) {
+  ImageParam a(UInt(32), 3, "a"), b(UInt(32), 3, "b");  // (word, lane, step)
+  Var lane("lane"), tile("tile"), word("word");
+  RDom k(0, k_steps, "k");
+  Func acc("acc");
+  acc(lane, tile) = Tuple(0.f, 0.f, 0.f, 0.f);
+  const Expr step = k + tile * k_steps;
+  const std::array<Expr, 4> d = mma_m16n8k16(
+      MmaInput::f16, {a(0, lane, step), a(1, lane, step), a(2, lane, step), a(3, lane, step)},
+      {b(0, lane, step), b(1, lane, step)},
+      {acc(lane, tile)[0], acc(lane, tile)[1], acc(lane, tile)[2], acc(lane, tile)[3]});
+  acc(lane, tile) = Tuple(d[0], d[1], d[2], d[3]);
+  Func out("out");
+  out(word, lane, tile) =
+      mux(word, {acc(lane, tile)[0], acc(lane, tile)[1], acc(lane, tile)[2], acc(lane, tile)[3]});
+  out.bound(word, 0, 4).bound(lane, 0, 32).unroll(word).gpu_blocks(tile).gpu_threads(lane);
+  acc.compute_at(out, lane);
+  const Target target("host-cuda-cuda_capability_80");
+  return module_ptx(Pipeline(out).compile_to_module({a, b}, "mma_loop", target));
+}
+
+// Runs `command`; returns its output, or nullopt when it fails.
+std::optional<std::string> run(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  if (pclose(pipe) != 0) return std::nullopt;
+  return output;
+}
+
+TEST(TensorCoreCalls, HalideCallsAnExternFunctionPerHalf) {
+  const std::string ptx = mma_ptx(MmaInput::f16);
+  EXPECT_EQ(count(ptx, ".extern .func  (.param .b64 func_retval0) attnforge_mma_f16_f32_lo"), 1);
+  EXPECT_EQ(count(ptx, ".extern .func  (.param .b64 func_retval0) attnforge_mma_f16_f32_hi"), 1);
+  EXPECT_EQ(count(ptx, "call.uni (retval0), attnforge_mma_f16_f32_lo,"), 1);
+  EXPECT_EQ(count(ptx, "call.uni (retval0), attnforge_mma_f16_f32_hi,"), 1);
+}
+
+TEST(TensorCoreCalls, CallsWithTheSameArgumentsBecomeOneMma) {
+  for (MmaInput input : {MmaInput::f16, MmaInput::bf16}) {
+    const std::string linked = link_ptx_functions(mma_ptx(input));
+    EXPECT_EQ(count(linked, "call.uni"), 0);
+    EXPECT_EQ(count(linked, ".extern .func"), 0);
+    const std::string mma = input == MmaInput::f16 ? "m16n8k16.row.col.f32.f16.f16.f32"
+                                                   : "m16n8k16.row.col.f32.bf16.bf16.f32";
+    EXPECT_EQ(count(linked, mma), 1) << linked;
+  }
+}
+
+TEST(TensorCoreCalls, ACallAfterAnArgumentChangesGetsItsOwnMma) {
+  const std::string ptx = mma_loop_ptx(8);
+  const int calls = count(ptx, "call.uni");
+  ASSERT_EQ(calls % 4, 0);
+  const std::string linked = link_ptx_functions(ptx);
+  EXPECT_EQ(count(linked, "call.uni"), 0);
+  // Per step: lo, then lo again after its result replaced an accumulator,
+  // then one hi pair after that.
+  EXPECT_EQ(count(linked, "mma.sync"), calls / 4 * 3) << linked;
+}
+
+TEST(TensorCoreCalls, OtherPtxIsLeftAsItIs) {
+  Func f("f");
+  Var x("x"), xo("xo"), xi("xi");
+  f(x) = sqrt(cast<float>(x));
+  f.gpu_tile(x, xo, xi, 32);
+  const std::string ptx =
+      module_ptx(f.compile_to_module({}, "plain", Target("host-cuda-cuda_capability_80")));
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(link_ptx_functions(ptx), ptx);
+}
+
+TEST(TensorCoreCalls, AMalformedCallNamesTheFunction) {
+  const std::string ptx =
+      "\t{ // callseq 0, 0\n\t.param .b32 \tparam0;\n\tst.param.b32 \t[param0], %r1;\n"
+      "\t.param .b64 \tretval0;\n\tcall.uni (retval0), attnforge_mma_f16_f32_lo, (param0);\n"
+      "\tld.param.b64 \t%rd1, [retval0];\n\t} // callseq 0\n";
+  try {
+    link_ptx_functions(ptx);
+    ADD_FAILURE() << "a call with one argument was linked";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("attnforge_mma_f16_f32_lo"), std::string::npos);
+  }
+}
+
+// ptxas assembles the linked PTX under the register limit kernels run with;
+// nvdisasm (the toolkit's or the PyPI package's) shows HMMA and no CALL.
+TEST(TensorCoreCalls, AssemblesToHmmaWithoutCalls) {
+  const std::string ptxas = find_ptxas();
+  const std::string nvdisasm = ATTNFORGE_NVDISASM;
+  if (ptxas.empty() || nvdisasm.empty()) GTEST_SKIP() << "needs ptxas and nvdisasm";
+  const std::string source = testing::TempDir() + "mma_loop.ptx";
+  std::ofstream(source) << link_ptx_functions(mma_loop_ptx(8));
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const std::string cubin = testing::TempDir() + "mma_loop_" + arch + ".cubin";
+    ASSERT_TRUE(run(ptxas + " -arch=" + arch + " " + ptxas_register_limit() + " " + source +
+                    " -o " + cubin))
+        << arch;
+    const std::optional<std::string> sass = run(nvdisasm + " -c " + cubin);
+    ASSERT_TRUE(sass) << arch;
+    EXPECT_GT(count(*sass, "HMMA.16816.F32"), 0) << arch << "\n" << *sass;
+    EXPECT_EQ(count(*sass, "CALL"), 0) << arch;
+  }
+}
+
+}  // namespace
+}  // namespace attnforge
