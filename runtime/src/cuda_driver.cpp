@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "cuda_module_load.h"
+
 namespace attnforge::runtime {
 
 namespace {
@@ -52,3 +54,14 @@ extern "C" void* halide_cuda_get_symbol(void*, const char* name) {
   void* driver = attnforge::runtime::driver_library();
   return driver ? dlsym(driver, name) : nullptr;
 }
+
+// Replaces the Halide runtime's weak module load (compile_kernel), which
+// neither links PTX functions nor takes the register limit from anywhere but
+// the environment. Here with the lookup above, so one cannot be linked
+// without the other.
+namespace Halide::Runtime::Internal::Cuda {
+void* compile_kernel(void* user_context, const char* ptx_src, int size);
+void* compile_kernel(void* user_context, const char* ptx_src, int size) {
+  return attnforge::runtime::load_cuda_module(user_context, ptx_src, size);
+}
+}  // namespace Halide::Runtime::Internal::Cuda

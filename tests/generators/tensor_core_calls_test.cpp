@@ -121,6 +121,81 @@ TEST(TensorCoreCalls, OtherPtxIsLeftAsItIs) {
   EXPECT_EQ(link_ptx_functions(ptx), ptx);
 }
 
+// The GEMM prototype's PTX (generators/mma_gemm_generator.cpp).
+std::string mma_gemm_ptx(int warp_tiles_m, int warp_tiles_n) {
+  const Target target("host-cuda-cuda_capability_80");
+  auto generator = Internal::GeneratorRegistry::create("mma_gemm", GeneratorContext(target));
+  generator->set_generatorparam_value("warp_tiles_m", std::to_string(warp_tiles_m));
+  generator->set_generatorparam_value("warp_tiles_n", std::to_string(warp_tiles_n));
+  Pipeline pipeline = generator->build_pipeline();
+  return module_ptx(pipeline.compile_to_module(pipeline.infer_arguments(), "mma_gemm", target));
+}
+
+// The instructions of the innermost loop of an nvdisasm listing: from the
+// label a backward branch goes to, to that branch. (A branch to itself is
+// the trap after the last EXIT, not a loop.)
+std::vector<std::string> hot_loop(const std::string& sass) {
+  std::vector<std::string> lines;
+  std::istringstream in(sass);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::vector<std::string> best;
+  for (size_t end = 0; end < lines.size(); ++end) {
+    const size_t bra = lines[end].find("BRA `(");
+    if (bra == std::string::npos) continue;
+    const std::string label = lines[end].substr(bra + 6, lines[end].find(')', bra) - bra - 6);
+    for (size_t start = 0; start < end; ++start) {
+      if (lines[start].rfind(label + ":", 0) != 0 || end - start < 2) continue;
+      if (best.empty() || end - start < best.size()) {
+        best.assign(lines.begin() + start, lines.begin() + end + 1);
+      }
+    }
+  }
+  return best;
+}
+
+int count_lines(const std::vector<std::string>& lines, const std::string& what) {
+  int n = 0;
+  for (const std::string& line : lines) n += line.find(what) != std::string::npos;
+  return n;
+}
+
+// Its hot loop is mma and loads: per iteration (two steps of k) one HMMA
+// per tile and step, no call, no local memory.
+TEST(TensorCoreCalls, TheGemmLoopIsOneHmmaPerTileAndStep) {
+  const std::string ptxas = find_ptxas();
+  const std::string nvdisasm = ATTNFORGE_NVDISASM;
+  if (ptxas.empty() || nvdisasm.empty()) GTEST_SKIP() << "needs ptxas and nvdisasm";
+  const std::string source = testing::TempDir() + "mma_gemm.ptx";
+  std::ofstream(source) << link_ptx_functions(mma_gemm_ptx(2, 4));
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const std::string cubin = testing::TempDir() + "mma_gemm_" + arch + ".cubin";
+    ASSERT_TRUE(run(ptxas + " -arch=" + arch + " " + ptxas_register_limit() + " " + source +
+                    " -o " + cubin))
+        << arch;
+    const std::optional<std::string> sass = run(nvdisasm + " -c " + cubin);
+    ASSERT_TRUE(sass) << arch;
+    const std::vector<std::string> loop = hot_loop(*sass);
+    EXPECT_EQ(count_lines(loop, "HMMA.16816.F32"), 2 * 2 * 4) << arch << "\n" << *sass;
+    EXPECT_EQ(count_lines(loop, "CALL"), 0) << arch;
+    EXPECT_EQ(count_lines(loop, "LDL") + count_lines(loop, "STL"), 0) << arch;
+  }
+}
+
+// Recorded: the prototype's PTX from Halide 21 (warp tiles 2 x 4), as the
+// link step gets it: 64 calls, a lo and hi call per mma.
+TEST(TensorCoreCalls, LinksTheRecordedGemmPtx) {
+  std::ifstream file(ATTNFORGE_TEST_DATA "/mma_gemm_sm80.ptx");
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string ptx = text.str();
+  ASSERT_EQ(count(ptx, "call.uni"), 64);
+  const std::string linked = link_ptx_functions(ptx);
+  EXPECT_EQ(count(linked, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 32);
+  EXPECT_EQ(count(linked, "call.uni"), 0);
+  EXPECT_EQ(count(linked, ".extern"), 0);
+  EXPECT_EQ(link_ptx_functions(ptx), linked);
+}
+
 TEST(TensorCoreCalls, AMalformedCallNamesTheFunction) {
   const std::string ptx =
       "\t{ // callseq 0, 0\n\t.param .b32 \tparam0;\n\tst.param.b32 \t[param0], %r1;\n"

@@ -2,9 +2,11 @@
 // context, module, memory and launch calls succeed and do nothing. Enough for
 // a kernel's bounds query, and for counting the device allocations of a run
 // (stand_in_device_allocations) and seeing the register limit modules load
-// with (stand_in_module_register_limit) without a GPU.
+// with (stand_in_module_register_limit) and the PTX they load
+// (stand_in_module_image) without a GPU.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace {
 constexpr int kSuccess = 0;
@@ -13,6 +15,7 @@ int handle_storage;                 // what every context and module handle poin
 int allocations = 0;
 int max_registers = -1;  // CU_JIT_MAX_REGISTERS of the last module load, -1 before one
 uint64_t next_address = uint64_t{1} << 40;  // device addresses handed out, never reused
+std::string image;                          // the PTX of the last module load
 }  // namespace
 
 #define SUCCEEDS(name)    \
@@ -86,8 +89,9 @@ extern "C" int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
 
 // Records the register limit a module is loaded with (CU_JIT_MAX_REGISTERS,
 // option 0), as the driver would build its kernels under it.
-extern "C" int cuModuleLoadDataEx(void** module, const void*, unsigned options, int* option_keys,
-                                  void** option_values) {
+extern "C" int cuModuleLoadDataEx(void** module, const void* ptx, unsigned options,
+                                  int* option_keys, void** option_values) {
+  image = static_cast<const char*>(ptx);
   constexpr int kJitMaxRegisters = 0;
   for (unsigned n = 0; n < options; ++n) {
     if (option_keys[n] == kJitMaxRegisters) {
@@ -101,6 +105,11 @@ extern "C" int cuModuleLoadDataEx(void** module, const void*, unsigned options, 
 // For tests: the register limit of the last module loaded.
 extern "C" int stand_in_module_register_limit() {
   return max_registers;
+}
+
+// For tests: the PTX of the last module loaded.
+extern "C" const char* stand_in_module_image() {
+  return image.c_str();
 }
 
 // For tests: the cuMemAlloc calls so far.

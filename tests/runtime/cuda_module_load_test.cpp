@@ -1,0 +1,51 @@
+// Every CUDA module loads through the runtime's replacement of Halide's
+// compile_kernel: a stand-in driver of one device records the PTX and the
+// register limit of the load. The tensor-core GEMM's mma calls arrive linked.
+#include <HalideBuffer.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "attnforge_mma_gemm.h"
+#include "runtime/src/cuda_driver.h"
+#include "spec/cuda_register_limit.h"
+#include "tests/runtime/stand_in_cuda.h"
+
+namespace attnforge {
+namespace {
+
+using Halide::Runtime::Buffer;
+
+const char* loaded_image() {
+  void* driver = dlopen("libcuda.so", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) return nullptr;
+  auto image = reinterpret_cast<const char* (*)()>(dlsym(driver, "stand_in_module_image"));
+  return image ? image() : nullptr;
+}
+
+TEST(CudaModuleLoad, TheMmaGemmLoadsWithItsPtxFunctionsLinked) {
+  // As every call through the runtime does, this links the runtime's
+  // driver lookup and module load in place of the Halide runtime's.
+  ASSERT_TRUE(runtime::cuda_device_available(nullptr));
+  constexpr int M = 64, N = 64, K = 32;
+  Buffer<uint32_t, 2> a(K / 2, M), b(K / 2, N);
+  a.fill(0);
+  b.fill(0);
+  // C (M x N, row-major) as the generator's (e, t, ni, h, g, mi, wn, wm) view.
+  std::vector<float> c_storage(M * N, -1.f);
+  const halide_dimension_t dims[] = {{0, 2, 1},       {0, 4, 2},          {0, 4, 8},
+                                     {0, 2, 8 * N},   {0, 8, N},          {0, 2, 16 * N},
+                                     {0, N / 32, 32}, {0, M / 32, 32 * N}};
+  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  ASSERT_EQ(attnforge_mma_gemm(a, b, c), 0);
+  const char* image = loaded_image();
+  ASSERT_NE(image, nullptr) << "the stand-in driver is not loaded";
+  const std::string ptx = image;
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
+  EXPECT_EQ(ptx.find("call.uni"), std::string::npos);
+  EXPECT_EQ(ptx.find(".extern .func"), std::string::npos);
+  EXPECT_EQ(stand_in_driver_record("stand_in_module_register_limit"), kCudaRegisterLimit);
+}
+
+}  // namespace
+}  // namespace attnforge
