@@ -1,0 +1,208 @@
+// The tensor-core GEMM prototype against cuBLAS, f16 inputs and f32
+// accumulation, C = A B at M = N = K (4096 by default), in one process:
+// median times, TFLOP/s, and each result checked against a double-precision
+// reference at sampled entries. Needs a CUDA GPU; exits 3 without one.
+//
+// usage: bench_mma_gemm [--size N] [--runs R] [--json FILE]
+#include <HalideBuffer.h>
+#include <HalideRuntimeCuda.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attnforge_mma_gemm.h"
+#include "attnforge_mma_gemm_4x4.h"
+#include "runtime/src/cuda_driver.h"
+#include "spec/half_precision.h"
+
+namespace {
+
+using Halide::Runtime::Buffer;
+
+struct Matrices {
+  int n;
+  std::vector<uint16_t> a, b;  // A row-major (M x K), B column-major (K x N), f16 bits
+};
+
+Matrices random_matrices(int n) {
+  Matrices m{n, std::vector<uint16_t>(size_t(n) * n), std::vector<uint16_t>(size_t(n) * n)};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1.f, 1.f);
+  for (auto* matrix : {&m.a, &m.b}) {
+    for (uint16_t& x : *matrix) x = attnforge::float_to_f16_bits(value(rng));
+  }
+  return m;
+}
+
+// The largest error at sampled entries, relative to the entry's magnitude
+// sum (the scale of f32 rounding in a dot product).
+double sampled_error(const Matrices& m, const std::function<float(int, int)>& c) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> index(0, m.n - 1);
+  double worst = 0;
+  for (int s = 0; s < 2000; ++s) {
+    const int row = index(rng), column = index(rng);
+    double exact = 0, scale = 0;
+    for (int k = 0; k < m.n; ++k) {
+      const double term = double(attnforge::f16_bits_to_float(m.a[size_t(row) * m.n + k])) *
+                          attnforge::f16_bits_to_float(m.b[size_t(column) * m.n + k]);
+      exact += term;
+      scale += std::abs(term);
+    }
+    worst = std::max(worst, std::abs(c(row, column) - exact) / std::max(scale, 1e-30));
+  }
+  return worst;
+}
+
+double median_ms(const std::function<void()>& run, const std::function<void()>& sync, int runs) {
+  run();
+  sync();
+  std::vector<double> times;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    sync();
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Row {
+  std::string impl;
+  double ms, tflops, error;
+};
+
+using Kernel = int (*)(halide_buffer_t*, halide_buffer_t*, halide_buffer_t*);
+
+// Ours, warp tiles of `tm` x `tn` mma tiles: C's (e, t, ni, h, g, mi, wn, wm)
+// view of row-major M x N storage, as the generator lays it out.
+Row run_ours(const Matrices& m, Kernel kernel, const char* name, int tm, int tn, int runs) {
+  const int n = m.n;
+  Buffer<uint32_t, 2> a(n / 2, n), b(n / 2, n);
+  std::memcpy(a.data(), m.a.data(), m.a.size() * 2);
+  std::memcpy(b.data(), m.b.data(), m.b.size() * 2);
+  std::vector<float> c_storage(size_t(n) * n, 0.f);
+  const halide_dimension_t dims[] = {{0, 2, 1},
+                                     {0, 4, 2},
+                                     {0, tn, 8},
+                                     {0, 2, 8 * n},
+                                     {0, 8, n},
+                                     {0, tm, 16 * n},
+                                     {0, n / (8 * tn), 8 * tn},
+                                     {0, n / (16 * tm), 16 * tm * n}};
+  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  const halide_device_interface_t* cuda = halide_cuda_device_interface();
+  a.set_host_dirty();
+  b.set_host_dirty();
+  if (a.copy_to_device(cuda) || b.copy_to_device(cuda) || c.device_malloc(cuda)) {
+    throw std::runtime_error(std::string(name) + ": device buffers failed");
+  }
+  auto run = [&] {
+    if (kernel(a.raw_buffer(), b.raw_buffer(), c.raw_buffer()) != 0) {
+      throw std::runtime_error(std::string(name) + " failed");
+    }
+  };
+  const double ms = median_ms(
+      run, [&] { c.device_sync(); }, runs);
+  c.set_device_dirty();
+  c.copy_to_host();
+  const double error =
+      sampled_error(m, [&](int row, int column) { return c_storage[size_t(row) * n + column]; });
+  return {name, ms, 2.0 * n * n * n / ms / 1e9, error};
+}
+
+#define CHECK_CUDA(call)                                                       \
+  do {                                                                         \
+    if ((call) != 0) throw std::runtime_error(std::string(#call) + " failed"); \
+  } while (0)
+
+Row run_cublas(const Matrices& m, int runs) {
+  const int n = m.n;
+  const size_t bytes16 = m.a.size() * 2, bytes32 = size_t(n) * n * 4;
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  CHECK_CUDA(cudaMalloc(&a, bytes16));
+  CHECK_CUDA(cudaMalloc(&b, bytes16));
+  CHECK_CUDA(cudaMalloc(&c, bytes32));
+  CHECK_CUDA(cudaMemcpy(a, m.a.data(), bytes16, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(b, m.b.data(), bytes16, cudaMemcpyHostToDevice));
+  cublasHandle_t handle;
+  CHECK_CUDA(cublasCreate(&handle));
+  const float one = 1.f, zero = 0.f;
+  // Column-major C^T (N x M) = B^T A^T: B column-major is op T of a K x N
+  // matrix, A row-major is A^T column-major.
+  auto run = [&] {
+    CHECK_CUDA(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, b, CUDA_R_16F, n, a,
+                            CUDA_R_16F, n, &zero, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  };
+  const double ms = median_ms(
+      run, [] { cudaDeviceSynchronize(); }, runs);
+  std::vector<float> result(size_t(n) * n);
+  CHECK_CUDA(cudaMemcpy(result.data(), c, bytes32, cudaMemcpyDeviceToHost));
+  cublasDestroy(handle);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  const double error =
+      sampled_error(m, [&](int row, int column) { return result[size_t(row) * n + column]; });
+  return {"cublas", ms, 2.0 * n * n * n / ms / 1e9, error};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The tensor-core GEMM prototype against cuBLAS (f16 in, f32 accumulation)"};
+  int size = 4096, runs = 20;
+  std::string json_path;
+  app.add_option("--size", size, "M = N = K, a multiple of 64")->check(CLI::PositiveNumber);
+  app.add_option("--runs", runs, "timed runs per implementation")->check(CLI::PositiveNumber);
+  app.add_option("--json", json_path, "write the rows here");
+  CLI11_PARSE(app, argc, argv);
+  if (size % 64 != 0) {
+    std::fprintf(stderr, "--size: %d is not a multiple of 64\n", size);
+    return 2;
+  }
+  std::string why;
+  if (!attnforge::runtime::cuda_device_available(&why)) {
+    std::fprintf(stderr, "no CUDA device: %s\n", why.c_str());
+    return 3;
+  }
+  const Matrices m = random_matrices(size);
+  std::vector<Row> rows = {run_cublas(m, runs),
+                           run_ours(m, attnforge_mma_gemm, "mma_gemm_2x4", 2, 4, runs),
+                           run_ours(m, attnforge_mma_gemm_4x4, "mma_gemm_4x4", 4, 4, runs)};
+  // Entries with f16 inputs and f32 accumulation: a relative error well under 1e-3.
+  constexpr double kTolerance = 1e-3;
+  nlohmann::json out = nlohmann::json::array();
+  bool wrong = false;
+  std::printf("%-14s %6s %10s %8s %10s %12s\n", "impl", "size", "ms", "TFLOP/s", "vs cuBLAS",
+              "max rel err");
+  for (const Row& r : rows) {
+    std::printf("%-14s %6d %10.3f %8.1f %9.2fx %12.2e\n", r.impl.c_str(), size, r.ms, r.tflops,
+                rows[0].ms / r.ms, r.error);
+    wrong = wrong || !(r.error < kTolerance);
+    out.push_back({{"impl", r.impl},
+                   {"size", size},
+                   {"ms_median", r.ms},
+                   {"tflops", r.tflops},
+                   {"vs_cublas", rows[0].ms / r.ms},
+                   {"max_relative_error", r.error}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(1) << "\n";
+  if (wrong) std::fprintf(stderr, "a result is off by more than %g\n", kTolerance);
+  return wrong ? 1 : 0;
+}
