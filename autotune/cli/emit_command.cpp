@@ -67,9 +67,9 @@ int run_emit(const EmitArgs& args) {
   auto progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   emit::write_package(plan, targets, toolchain, args.out, progress);
   if (args.python) {
-    emit::write_python_module(
-        {ATTNFORGE_PYTHON_SOURCES, ATTNFORGE_CMAKE, ATTNFORGE_NINJA, ATTNFORGE_PYTHON, ATTNFORGE_CXX},
-        args.out, progress);
+    emit::write_python_module({ATTNFORGE_PYTHON_SOURCES, ATTNFORGE_CMAKE, ATTNFORGE_NINJA,
+                               ATTNFORGE_PYTHON, ATTNFORGE_CXX},
+                              args.out, progress);
   }
   fmt::print("{}: {} kernels; use with find_package(attnforge) and -Dattnforge_DIR={}\n", args.out,
              plan.size(), (std::filesystem::absolute(args.out) / "lib/cmake/attnforge").string());
