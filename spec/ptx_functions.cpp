@@ -131,18 +131,37 @@ class Linker {
   void other_line(const std::string& line, const std::string& text) {
     out_ << line << '\n';
     if (!held_) return;
-    // A label, branch or barrier ends the stretch the held results are valid in.
     if (text.empty() || starts_with(text, "//")) return;
+    // A scope on one line, as the back end writes a register pair's split:
+    // its statements, less declarations.
+    if (starts_with(text, "{") && text.back() == '}') {
+      std::istringstream statements(text.substr(1, text.size() - 2));
+      for (std::string statement; std::getline(statements, statement, ';');) {
+        statement = trim(statement);
+        if (!statement.empty() && !starts_with(statement, ".reg")) check_writes(statement);
+      }
+      return;
+    }
+    // A label, branch, barrier or longer scope ends the stretch the held
+    // results are valid in.
     if (text.back() == ':' || starts_with(text, "bra") || starts_with(text, "@") ||
-        starts_with(text, "ret") || starts_with(text, "bar") || starts_with(text, "}")) {
+        starts_with(text, "ret") || starts_with(text, "bar") || starts_with(text, "{") ||
+        starts_with(text, "}")) {
       held_.reset();
       return;
     }
-    for (const std::string& reg : written_registers(text)) {
+    check_writes(text);
+  }
+
+  // Drops the held results when `instruction` writes one of their arguments.
+  void check_writes(const std::string& instruction) {
+    for (const std::string& reg : written_registers(instruction)) {
       for (const std::string& argument : held_->arguments) {
-        if (reg == argument) held_.reset();
+        if (reg == argument) {
+          held_.reset();
+          return;
+        }
       }
-      if (!held_) return;
     }
   }
 
@@ -150,8 +169,8 @@ class Linker {
     std::vector<std::string> lines;
     for (const std::string& line : block_) lines.push_back(trim(line));
     const std::optional<Call> call = parse_call(lines);
-    if (!call) {
-      for (const std::string& line : block_) out_ << line << '\n';
+    if (!call) {  // another function's call: its result may overwrite an argument
+      for (const std::string& line : block_) other_line(line, trim(line));
       return;
     }
     changed_ = true;
