@@ -15,6 +15,9 @@ enum class MmaInput { f16, bf16 };
 // D = A x B + C for one m16n8k16 tile (.row.col), f32 accumulation. `a`:
 // the lane's four 32-bit words of A (pairs of f16 or bf16), `b`: its two
 // words of B, `c`: its four f32 accumulators. Returns its four results.
+// Accumulators must not be a Tuple updated in place: Halide 21 stores its
+// elements one by one, so the later calls would read replaced values
+// (mma_gemm_generator.cpp alternates two slots instead).
 std::array<Halide::Expr, 4> mma_m16n8k16(MmaInput input, const std::array<Halide::Expr, 4>& a,
                                          const std::array<Halide::Expr, 2>& b,
                                          const std::array<Halide::Expr, 4>& c);

@@ -80,6 +80,24 @@ std::optional<std::string> run(const std::string& command) {
   return output;
 }
 
+// The SASS of `ptx` (its PTX functions linked) assembled for `arch` under
+// the register limit kernels run with; nullopt when a tool fails.
+std::optional<std::string> assembled_sass(const std::string& ptx, const std::string& name,
+                                          const std::string& arch) {
+  const std::string source = testing::TempDir() + name + ".ptx";
+  const std::string cubin = testing::TempDir() + name + "_" + arch + ".cubin";
+  std::ofstream(source) << link_ptx_functions(ptx);
+  if (!run(find_ptxas() + " -arch=" + arch + " " + ptxas_register_limit() + " " + source + " -o " +
+           cubin)) {
+    return std::nullopt;
+  }
+  return run(std::string(ATTNFORGE_NVDISASM) + " -c " + cubin);
+}
+
+bool has_assembler_tools() {
+  return !find_ptxas().empty() && !std::string(ATTNFORGE_NVDISASM).empty();
+}
+
 TEST(TensorCoreCalls, HalideCallsAnExternFunctionPerHalf) {
   const std::string ptx = mma_ptx(MmaInput::f16);
   EXPECT_EQ(count(ptx, ".extern .func  (.param .b64 func_retval0) attnforge_mma_f16_f32_lo"), 1);
@@ -151,17 +169,10 @@ int count_lines(const std::vector<std::string>& lines, const std::string& what) 
 // Its hot loop is mma and loads: per iteration (two steps of k) one HMMA
 // per tile and step, no call, no local memory.
 TEST(TensorCoreCalls, TheGemmLoopIsOneHmmaPerTileAndStep) {
-  const std::string ptxas = find_ptxas();
-  const std::string nvdisasm = ATTNFORGE_NVDISASM;
-  if (ptxas.empty() || nvdisasm.empty()) GTEST_SKIP() << "needs ptxas and nvdisasm";
-  const std::string source = testing::TempDir() + "mma_gemm.ptx";
-  std::ofstream(source) << link_ptx_functions(mma_gemm_ptx(2, 4));
+  if (!has_assembler_tools()) GTEST_SKIP() << "needs ptxas and nvdisasm";
+  const std::string ptx = mma_gemm_ptx(2, 4);
   for (const char* arch : {"sm_80", "sm_90"}) {
-    const std::string cubin = testing::TempDir() + "mma_gemm_" + arch + ".cubin";
-    ASSERT_TRUE(run(ptxas + " -arch=" + arch + " " + ptxas_register_limit() + " " + source +
-                    " -o " + cubin))
-        << arch;
-    const std::optional<std::string> sass = run(nvdisasm + " -c " + cubin);
+    const std::optional<std::string> sass = assembled_sass(ptx, "mma_gemm", arch);
     ASSERT_TRUE(sass) << arch;
     const std::vector<std::string> loop = hot_loop(*sass);
     EXPECT_EQ(count_lines(loop, "HMMA.16816.F32"), 2 * 2 * 4) << arch << "\n" << *sass;
@@ -240,17 +251,10 @@ TEST(TensorCoreCalls, AMalformedCallNamesTheFunction) {
 // ptxas assembles the linked PTX under the register limit kernels run with;
 // nvdisasm (the toolkit's or the PyPI package's) shows HMMA and no CALL.
 TEST(TensorCoreCalls, AssemblesToHmmaWithoutCalls) {
-  const std::string ptxas = find_ptxas();
-  const std::string nvdisasm = ATTNFORGE_NVDISASM;
-  if (ptxas.empty() || nvdisasm.empty()) GTEST_SKIP() << "needs ptxas and nvdisasm";
-  const std::string source = testing::TempDir() + "mma_loop.ptx";
-  std::ofstream(source) << link_ptx_functions(mma_loop_ptx(8));
+  if (!has_assembler_tools()) GTEST_SKIP() << "needs ptxas and nvdisasm";
+  const std::string ptx = mma_loop_ptx(8);
   for (const char* arch : {"sm_80", "sm_90"}) {
-    const std::string cubin = testing::TempDir() + "mma_loop_" + arch + ".cubin";
-    ASSERT_TRUE(run(ptxas + " -arch=" + arch + " " + ptxas_register_limit() + " " + source +
-                    " -o " + cubin))
-        << arch;
-    const std::optional<std::string> sass = run(nvdisasm + " -c " + cubin);
+    const std::optional<std::string> sass = assembled_sass(ptx, "mma_loop", arch);
     ASSERT_TRUE(sass) << arch;
     EXPECT_GT(count(*sass, "HMMA.16816.F32"), 0) << arch << "\n" << *sass;
     EXPECT_EQ(count(*sass, "CALL"), 0) << arch;

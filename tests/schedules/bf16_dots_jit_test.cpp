@@ -10,14 +10,12 @@
 #include "schedules/presets.h"
 #include "schedules/schedule_check.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/jit_reference.h"
 
 namespace attnforge {
 namespace {
 
 using schedules::Schedule;
-using testing::AttentionCase;
-using testing::CaseShape;
-using testing::Comparison;
 using testing::Layout;
 
 const char* const kZen4 =
@@ -58,22 +56,13 @@ bool host_has_bf16_dots() {
   return schedules::has_bf16_dots(Halide::get_host_target());
 }
 
+// bf16 storage's tolerance (the output is rounded to bf16) holds: the
+// rounding of q * scale and of P adds errors of the same size.
 void expect_reference(const AttentionSpec& spec, const Schedule& schedule) {
-  const std::string json = schedule.to_json().dump();
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", json}});
-  const CaseShape shapes[] = {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}};
-  for (CaseShape shape : shapes) {
-    for (Layout layout : {Layout::bhld, Layout::blhd}) {
-      AttentionCase c(spec, shape, {.layout = layout, .seed = 7});
-      kernel.run(c.arguments());
-      // bf16 storage's tolerance (the output is rounded to bf16) holds: the
-      // rounding of q * scale and of P adds errors of the same size.
-      Comparison result = c.compare();
-      EXPECT_TRUE(result.ok) << spec.to_string() << " " << json << " B" << shape.batch << " Lq"
-                             << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
-                             << " (max error " << result.max_error << ")";
-    }
-  }
+  testing::expect_jit_matches_reference(
+      spec, schedule.to_json().dump(),
+      {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}},
+      {testing::Layout::bhld, testing::Layout::blhd}, 7);
 }
 
 TEST(Bf16DotsJit, MatchesTheReferenceOnEveryMaskAndOddSizes) {

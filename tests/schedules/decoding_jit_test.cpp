@@ -8,14 +8,13 @@
 #include "schedules/presets.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/host_presets.h"
+#include "tests/support/jit_reference.h"
 
 namespace attnforge {
 namespace {
 
 using schedules::DotAxis;
 using schedules::Schedule;
-using testing::AttentionCase;
-using testing::CaseShape;
 using testing::host_has_presets;
 using testing::preset_for;
 
@@ -40,20 +39,11 @@ Schedule dots_along_head_dim(bool group_heads, int kv_splits) {
 }
 
 void expect_reference(const char* spec_text, const Schedule& schedule) {
-  const AttentionSpec spec = AttentionSpec::parse(spec_text);
-  const std::string json = schedule.to_json().dump();
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", json}});
   // Decoding (Lq 1), a few rows (a tile of grouped rows spans query
   // positions), Lq > Lk, and the smallest case.
-  const CaseShape shapes[] = {{2, 1, 77}, {1, 3, 130}, {3, 5, 33}, {2, 40, 19}, {1, 1, 1}};
-  for (CaseShape shape : shapes) {
-    AttentionCase c(spec, shape, {.seed = 19});
-    kernel.run(c.arguments());
-    testing::Comparison result = c.compare();
-    EXPECT_TRUE(result.ok) << spec_text << " " << json << " B" << shape.batch << " Lq"
-                           << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
-                           << " (max error " << result.max_error << ")";
-  }
+  testing::expect_jit_matches_reference(
+      AttentionSpec::parse(spec_text), schedule.to_json().dump(),
+      {{2, 1, 77}, {1, 3, 130}, {3, 5, 33}, {2, 40, 19}, {1, 1, 1}}, {testing::Layout::bhld}, 19);
 }
 
 TEST(DecodingJit, GroupedRowsWithDotsAlongHeadDim) {

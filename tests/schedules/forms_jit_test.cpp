@@ -9,6 +9,7 @@
 #include "spec/kernel_memory.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/host_presets.h"
+#include "tests/support/jit_reference.h"
 #include "tests/support/test_names.h"
 
 namespace attnforge {
@@ -17,6 +18,7 @@ namespace {
 using testing::AttentionCase;
 using testing::CaseShape;
 using testing::Comparison;
+using testing::expect_jit_matches_reference;
 using testing::Layout;
 
 using testing::host_has_presets;
@@ -31,20 +33,10 @@ class FormsJit : public ::testing::TestWithParam<FormCase> {};
 
 TEST_P(FormsJit, MatchesReferenceOnOddShapes) {
   if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
-  AttentionSpec spec = AttentionSpec::parse(GetParam().spec);
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", preset_for(GetParam().form)}});
   // Lengths around and across tile sizes, Lq != Lk both ways, Lq = 1.
-  const CaseShape shapes[] = {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}};
-  for (CaseShape shape : shapes) {
-    for (Layout layout : {Layout::bhld, Layout::blhd}) {
-      AttentionCase c(spec, shape, {.layout = layout, .seed = 3});
-      kernel.run(c.arguments());
-      Comparison result = c.compare();
-      EXPECT_TRUE(result.ok) << GetParam().form << " " << GetParam().spec << " B" << shape.batch
-                             << " Lq" << shape.q_len << " Lk" << shape.kv_len << ": "
-                             << result.first_failure << " (max error " << result.max_error << ")";
-    }
-  }
+  expect_jit_matches_reference(AttentionSpec::parse(GetParam().spec), preset_for(GetParam().form),
+                               {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}},
+                               {Layout::bhld, Layout::blhd}, 3);
 }
 
 std::vector<FormCase> form_cases() {

@@ -7,28 +7,17 @@
 #include "schedules/presets.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/host_presets.h"
+#include "tests/support/jit_reference.h"
 
 namespace attnforge {
 namespace {
 
-using testing::AttentionCase;
-using testing::CaseShape;
 using testing::Layout;
 
 void expect_reference(const char* spec_text, const std::string& schedule) {
-  const AttentionSpec spec = AttentionSpec::parse(spec_text);
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule}});
-  const CaseShape shapes[] = {{3, 1, 77}, {2, 5, 130}, {1, 40, 19}, {1, 1, 1}};
-  for (CaseShape shape : shapes) {
-    for (Layout layout : {Layout::bhld, Layout::blhd}) {
-      AttentionCase c(spec, shape, {.layout = layout, .seed = 23});
-      kernel.run(c.arguments());
-      testing::Comparison result = c.compare();
-      EXPECT_TRUE(result.ok) << spec_text << " " << schedule << " B" << shape.batch << " Lq"
-                             << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
-                             << " (max error " << result.max_error << ")";
-    }
-  }
+  testing::expect_jit_matches_reference(AttentionSpec::parse(spec_text), schedule,
+                                        {{3, 1, 77}, {2, 5, 130}, {1, 40, 19}, {1, 1, 1}},
+                                        {Layout::bhld, Layout::blhd}, 23);
 }
 
 TEST(PagedJit, NaiveReadsShuffledPages) {

@@ -1,0 +1,34 @@
+// A JIT-compiled attention kernel against the double reference over a list
+// of shapes and layouts: the check the schedule tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+
+#include "generators/jit_attention.h"
+#include "tests/support/attention_case.h"
+
+namespace attnforge::testing {
+
+// Compiles `spec` under `schedule` (JSON) for the host, runs it on a case
+// per shape and layout (inputs from `seed`) and expects each to match the
+// reference; a failure names the spec, the schedule and the shape.
+inline void expect_jit_matches_reference(const AttentionSpec& spec, const std::string& schedule,
+                                         std::initializer_list<CaseShape> shapes,
+                                         std::initializer_list<Layout> layouts, uint32_t seed) {
+  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule}});
+  for (CaseShape shape : shapes) {
+    for (Layout layout : layouts) {
+      AttentionCase c(spec, shape, {.layout = layout, .seed = seed});
+      kernel.run(c.arguments());
+      const Comparison result = c.compare();
+      EXPECT_TRUE(result.ok) << spec.to_string() << " " << schedule << " B" << shape.batch << " Lq"
+                             << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
+                             << " (max error " << result.max_error << ")";
+    }
+  }
+}
+
+}  // namespace attnforge::testing
