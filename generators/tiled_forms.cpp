@@ -258,9 +258,12 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
         AttentionTerms::to_f32(f.prob_pairs(kp, t.ii, kh, t.kb, t.it, v.h, v.b)) *
         AttentionTerms::to_f32(f.v_pairs(kp, v.d, kh, t.kb, v.h, v.b));
   } else {
+    // Packed, a thread computes P.V a chunk of the state at a time, and the
+    // chunk of the sum and max rounds up past head_dim: it reads the last column.
+    const Expr d = shape.packed_state ? Halide::min(v.d, spec.head_dim - 1) : Expr(v.d);
     f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
         f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
-        AttentionTerms::to_f32(in.v(v.d, block_key, kvh, v.b));
+        AttentionTerms::to_f32(in.v(d, block_key, kvh, v.b));
   }
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
 

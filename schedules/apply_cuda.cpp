@@ -286,7 +286,16 @@ void rows_in_registers(const Schedule& s, AttentionPipeline& p, const LoopLevel&
   const int rows = cuda_threads(s, f.head_dim).rows_per_thread;
   f.state.compute_at(thread).bound_storage(v.d, f.max_at() + 1).bound_storage(row, rows);
   f.state.unroll(v.d).unroll(row);
-  f.state.update().reorder(re, row, rb).unroll(re).unroll(row);
+  // The state's elements a chunk at a time, the chunk's P.V computed just
+  // before it (kCudaRowPvChunk).
+  const int chunk = std::min(f.head_dim, kCudaRowPvChunk);
+  RVar re_chunk("re_chunk"), re_in("re_in");
+  f.state.update()
+      .split(re, re_chunk, re_in, chunk, TailStrategy::GuardWithIf)
+      .reorder(re_in, row, re_chunk, rb)
+      .unroll(re_in)
+      .unroll(row)
+      .unroll(re_chunk);
   f.q_tile.compute_at(thread).bound_storage(row, rows).vectorize(v.d, 4).unroll(v.d).unroll(row);
 
   const LoopLevel per_block(f.state, rb);
@@ -308,16 +317,19 @@ void rows_in_registers(const Schedule& s, AttentionPipeline& p, const LoopLevel&
     stat.compute_at(per_block).unroll(row);
     stat.update().reorder(row, rj).unroll(row).unroll(rj);
   }
-  // P.V per key block, four head-dim elements at a time (vector loads of V).
-  f.pv_sum.compute_at(per_block).reorder(v.d, row).vectorize(v.d, 4).unroll(v.d).unroll(row);
+  // P.V per key block and chunk of the state, four head-dim elements at a
+  // time (vector loads of V).
+  f.pv_sum.compute_at(f.state, re_chunk).bound_extent(v.d, chunk);
+  f.pv_sum.reorder(v.d, row).vectorize(v.d, 4).unroll(v.d).unroll(row);
   f.pv_sum.update().reorder(v.d, row, rj).vectorize(v.d, 4).unroll(v.d).unroll(row).unroll(rj);
   // Constant sizes, or Halide sizes the last (partial) key block's Funcs at
   // run time and puts them in global memory.
   const std::map<std::string, int> sizes = {
       {row.name(), rows}, {jj.name(), s.key_block}, {v.d.name(), f.head_dim}, {lane.name(), 4}};
-  for (Func func : {f.scores, partial, f.logits, f.probs, f.block_max, f.block_sum, f.pv_sum}) {
+  for (Func func : {f.scores, partial, f.logits, f.probs, f.block_max, f.block_sum}) {
     bound_storage_by_name(func, sizes);
   }
+  bound_storage_by_name(f.pv_sum, {{row.name(), rows}, {v.d.name(), chunk}});
 }
 
 // online_rows: a thread per query row (and key split). K and V rows are read

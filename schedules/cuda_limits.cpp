@@ -67,9 +67,10 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 int cuda_register_values(const Schedule& s, int head_dim) {
   const CudaThreads t = cuda_threads(s, head_dim);
   if (s.form == Form::online_rows) {
-    // Per row: its packed state (head_dim + 2), a key block's P.V (head_dim)
-    // and its logits; the Q row is in local memory.
-    return t.rows_per_thread * (2 * head_dim + 2 + s.key_block);
+    // Per row: its packed state (head_dim + 2), a chunk of a key block's P.V
+    // and its logits; per thread, the block's K rows. The Q row is in local memory.
+    const int per_row = head_dim + 2 + std::min(head_dim, kCudaRowPvChunk) + s.key_block;
+    return t.rows_per_thread * per_row + s.key_block * head_dim;
   }
   // The larger of a thread's q.k and P.V accumulator chunks.
   const int chunk = t.rows_per_thread * std::max(t.dims_per_thread, t.keys_per_thread);

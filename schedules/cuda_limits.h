@@ -60,8 +60,15 @@ constexpr int kCudaMaxRegistersPerThread = kCudaRegisterLimit;
 // Accumulators a thread may keep: half its registers, the rest for
 // addresses, operands and the exp of the softmax.
 constexpr int kCudaAccumulatorBudget = 128;
-// online_rows keeps all of a row in registers: its Q and state as well.
-constexpr int kCudaRowBudget = 192;
+// online_rows keeps a row's state in registers, and the compiler loads a
+// whole key block's K rows ahead of q.k. Assembled by ptxas under 255
+// registers, 330 such values (D64, key blocks of 4) and 263 (D128, 1) do not
+// spill; 392 (D128, 2) and 590 (D64, 8) do.
+constexpr int kCudaRowBudget = 336;
+// online_rows computes a key block's P.V this many head-dim elements at a
+// time, each chunk merged into the state before the next: a row's registers
+// then hold its state and one chunk, not a second head_dim of P.V (D128 fits).
+constexpr int kCudaRowPvChunk = 4;
 // Key splits of the forms that keep their state in shared memory or lanes:
 // online_rows splits much further (decoding), a thread per split.
 constexpr int kCudaBlockStateSplits = 8;

@@ -69,7 +69,8 @@ void add_enum_rows(std::vector<KnobRow>& rows) {
 
 // Tiles, blocks, vectors and key splits of the attention.
 void add_tile_rows(std::vector<KnobRow>& rows) {
-  // Key blocks include multiples of 3 so that 3- and 6-row register tiles fit.
+  // Key blocks include multiples of 3 so that 3- and 6-row register tiles fit;
+  // on a GPU, the smallest are for online_rows, whose thread holds a block's K rows.
   rows.push_back(KnobRow::of<&Schedule::query_tile>("query_tile", Scope::attention)
                      .on_cpu(tiled({16, 32, 48, 64, 96, 128}, between(1, 256)))
                      .on_gpu({{8, 16, 32, 64}, between(1, 256)}));
@@ -77,7 +78,7 @@ void add_tile_rows(std::vector<KnobRow>& rows) {
                      .on_cpu({{16, 32, 48, 64, 96, 128, 192, 256},
                               between(8, 512),
                               {Form::materialized, Form::fused}})
-                     .on_gpu({{8, 16, 32, 64, 128, 256}, between(1, 512), {Form::fused}}));
+                     .on_gpu({{1, 2, 4, 8, 16, 32, 64, 128, 256}, between(1, 512), {Form::fused}}));
   rows.push_back(KnobRow::of<&Schedule::vector_width>("vector_width", Scope::cpu)
                      .on_cpu({{8, 16}, powers_of_two(4, 16)}));
   rows.push_back(KnobRow::of<&Schedule::unroll>("unroll", Scope::cpu)

@@ -67,9 +67,10 @@ std::optional<ScheduleError> check_cuda_rows(const Schedule& s, const AttentionS
                     s.kv_splits);
   const int values = cuda_register_values(s, spec.head_dim);
   const int rows = s.query_tile / s.gpu_threads_y;
-  ATTNFORGE_REQUIRE(values <= kCudaRowBudget, rows > 1 ? "gpu_threads_y" : "form",
-                    "online_rows keeps {} row(s) of head_dim {} and {} keys in each thread's "
-                    "registers ({} values); at most {} fit in {}",
+  const char* knob = rows > 1 ? "gpu_threads_y" : s.key_block > 1 ? "key_block" : "form";
+  ATTNFORGE_REQUIRE(values <= kCudaRowBudget, knob,
+                    "online_rows keeps {} row(s) of head_dim {} and the K rows of a block of {} "
+                    "keys in each thread's registers ({} values); at most {} fit in {}",
                     rows, spec.head_dim, s.key_block, values, kCudaRowBudget,
                     kCudaMaxRegistersPerThread);
   return std::nullopt;

@@ -103,7 +103,12 @@ bool ScheduleSpace::contains(const Schedule& s) const {
 }
 
 std::vector<Schedule> ScheduleSpace::enumerate() const {
-  std::vector<Schedule> partial = {Schedule{}};
+  // A GPU space's partial schedules are GPU schedules from the start (their
+  // thread knobs are set in turn below), so that canonical() collapses the
+  // knobs a form ignores on the GPU, not on a CPU.
+  Schedule start;
+  if (target_.has_gpu_feature()) start.gpu_threads_x = start.gpu_threads_y = 1;
+  std::vector<Schedule> partial = {start};
   for (const Knob& knob : knobs_) {
     std::vector<Schedule> next;
     std::set<Identity> distinct;

@@ -138,5 +138,28 @@ INSTANTIATE_TEST_SUITE_P(Specs, RowPresetsOnOpenCl,
                                            "causal.bias.mha2.d32.f32"),
                          [](const auto& info) { return testing::test_name_of(info.param); });
 
+// At head dim 128 a thread's row fits with key blocks of one: its state
+// takes P.V a chunk at a time, and the chunk of the sum and max reads the
+// last column of V.
+TEST(RowsAtHeadDim128OnOpenCl, KeyBlocksOfOneMatchTheReference) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.br.kpad.alibi.gqa4x2.d128.f32");
+  std::vector<testing::CaseShape> shapes = kOddShapes;
+  shapes.push_back({2, 3, 517});
+  for (const char* preset : {"online_rows_cuda", "online_rows_split_cuda"}) {
+    SCOPED_TRACE(preset);
+    schedules::Schedule schedule = schedules::load_preset(preset);
+    schedule.key_block = 1;
+    std::unique_ptr<JitAttention> kernel;
+    ASSERT_NO_THROW(
+        kernel = std::make_unique<JitAttention>(
+            spec, kOpenCl,
+            std::map<std::string, std::string>{{"schedule", schedule.to_json().dump()}}));
+    std::string why_not;
+    if (!runs_correctly(*kernel, spec, &why_not, shapes)) {
+      GTEST_SKIP() << "compiled only; no OpenCL device: " << why_not;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnforge
