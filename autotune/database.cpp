@@ -159,7 +159,7 @@ void Database::add(Record record, std::string line) {
   }
   // Only a correct record makes its generation current: a new version's
   // failures, or a run killed before any result, leave the old winners.
-  if (record.status == Status::ok) {
+  if (record.status == Status::ok && !record.estimate) {
     auto [newest, first_ok] = newest_.try_emplace(record.group());
     if (first_ok || record.time >= newest->second.time) {
       newest->second = {record.time, record.generation()};
@@ -200,6 +200,7 @@ std::set<std::string> Database::confirmed_groups() const {
 
 bool Database::contends(size_t index, const std::set<std::string>& confirmed_groups) const {
   const Record& r = records_[index];
+  if (r.estimate) return false;
   const RecordKind kind = r.kind();
   const bool searched_only =
       (kind == RecordKind::preset || kind == RecordKind::tuned) && !r.confirmation;
@@ -216,12 +217,13 @@ std::vector<Record> Database::contenders() const {
 }
 
 std::vector<const Record*> Database::fastest_per_group(
-    const std::function<bool(const Record&)>& admits) const {
+    const std::function<bool(const Record&)>& admits, bool estimates) const {
   const std::set<std::string> confirmed = confirmed_groups();
   std::map<std::tuple<std::string, std::string, std::string>, const Record*> fastest;
   for (size_t n = 0; n < records_.size(); ++n) {
     const Record& r = records_[n];
-    if (r.status != Status::ok || !admits(r) || !contends(n, confirmed)) continue;
+    const bool competes = estimates ? r.estimate && is_current(n) : contends(n, confirmed);
+    if (r.status != Status::ok || !admits(r) || !competes) continue;
     const Record*& best = fastest[{r.spec, r.target, r.bucket}];
     if (!best || r.ms_median < best->ms_median) best = &r;
   }
@@ -230,13 +232,28 @@ std::vector<const Record*> Database::fastest_per_group(
   return winners;
 }
 
+namespace {
+
+bool admitted(const WinnerFilter& filter, const Record& r) {
+  return (filter.target.empty() || r.target == filter.target) &&
+         (filter.kinds.empty() || filter.kinds.count(r.kind())) &&
+         (!filter.admits || filter.admits(r));
+}
+
+}  // namespace
+
 std::vector<Record> Database::winners(const WinnerFilter& filter) const {
   std::vector<Record> winners;
-  for (const Record* r : fastest_per_group([&](const Record& r) {
-         return (filter.target.empty() || r.target == filter.target) &&
-                (filter.kinds.empty() || filter.kinds.count(r.kind())) &&
-                (!filter.admits || filter.admits(r));
-       })) {
+  for (const Record* r : fastest_per_group([&](const Record& r) { return admitted(filter, r); })) {
+    winners.push_back(*r);
+  }
+  return winners;
+}
+
+std::vector<Record> Database::estimated_winners(const WinnerFilter& filter) const {
+  std::vector<Record> winners;
+  for (const Record* r :
+       fastest_per_group([&](const Record& r) { return admitted(filter, r); }, true)) {
     winners.push_back(*r);
   }
   return winners;

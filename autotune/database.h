@@ -79,6 +79,11 @@ class Database {
   std::optional<Record> best(const std::string& spec, const std::string& target,
                              const std::string& bucket) const;
 
+  // Estimates (Record::estimate) are never winners; these are the fastest
+  // current estimate of each group that `filter` admits, what a cost model
+  // ranks first where nothing may have been measured.
+  std::vector<Record> estimated_winners(const WinnerFilter& filter = {}) const;
+
  private:
   void add(Record record, std::string line);
   // Writes `lines` (each a record's line, newline-terminated) durably, then adds the records.
@@ -88,9 +93,10 @@ class Database {
   // Groups (Record::group) whose current generation has a correct confirmation.
   std::set<std::string> confirmed_groups() const;
   bool contends(size_t index, const std::set<std::string>& confirmed_groups) const;
-  // The winner of each group among the correct contenders `admits` accepts.
-  std::vector<const Record*> fastest_per_group(
-      const std::function<bool(const Record&)>& admits) const;
+  // The winner of each group among the correct contenders `admits` accepts,
+  // or with `estimates`, among the current estimates.
+  std::vector<const Record*> fastest_per_group(const std::function<bool(const Record&)>& admits,
+                                               bool estimates = false) const;
 
   struct Newest {
     std::string time, generation;

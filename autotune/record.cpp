@@ -64,7 +64,7 @@ RecordKind Record::kind() const {
 }
 
 std::string Record::key() const {
-  return group() + "|" + schedule.dump() + "|" + generation();
+  return group() + "|" + schedule.dump() + "|" + generation() + (estimate ? "|estimate" : "");
 }
 
 std::string Record::generation() const {
@@ -76,20 +76,22 @@ std::string Record::group() const {
 }
 
 nlohmann::json Record::to_json() const {
-  return {{"spec", spec},
-          {"target", target},
-          {"bucket", bucket},
-          {"schedule", schedule},
-          {"status", to_string(status)},
-          {"ms_median", ms_median},
-          {"ms_min", ms_min},
-          {"ms_max", ms_max},
-          {"detail", detail},
-          {"strategy", strategy},
-          {"confirmation", confirmation},
-          {"attnforge_version", attnforge_version},
-          {"halide_version", halide_version},
-          {"time", time}};
+  nlohmann::json json = {{"spec", spec},
+                         {"target", target},
+                         {"bucket", bucket},
+                         {"schedule", schedule},
+                         {"status", to_string(status)},
+                         {"ms_median", ms_median},
+                         {"ms_min", ms_min},
+                         {"ms_max", ms_max},
+                         {"detail", detail},
+                         {"strategy", strategy},
+                         {"confirmation", confirmation},
+                         {"attnforge_version", attnforge_version},
+                         {"halide_version", halide_version},
+                         {"time", time}};
+  if (estimate) json["estimate"] = true;  // measurements keep the fields they always had
+  return json;
 }
 
 Record Record::from_json(const nlohmann::json& json) {
@@ -110,6 +112,7 @@ Record Record::from_json(const nlohmann::json& json) {
   r.detail = optional_text(json, "detail");
   r.strategy = optional_text(json, "strategy");
   r.confirmation = json.contains("confirmation") && field<bool>(json, "confirmation");
+  r.estimate = json.contains("estimate") && field<bool>(json, "estimate");
   r.attnforge_version = optional_text(json, "attnforge_version");
   r.halide_version = optional_text(json, "halide_version");
   r.time = optional_text(json, "time");

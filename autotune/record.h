@@ -32,12 +32,18 @@ struct Record {
   // A finalist measured again at the end of a run; as the newer record of its
   // key it stands for the candidate instead of the search's measurement.
   bool confirmation = false;
+  // A cost model's estimate, never run or checked: ms_median is the model's
+  // figure (a GPU target tuned on a machine without one). An estimate is a
+  // candidate of its own (key()), so it neither hides nor stands in for a
+  // measurement of the same schedule, and it is never a contender.
+  bool estimate = false;
   std::string attnforge_version;
   std::string halide_version;
   std::string time;  // UTC, ISO 8601
 
   // What makes two records the same candidate: spec, target, bucket,
-  // schedule and generation. A new generation measures a candidate again.
+  // schedule, generation and whether it is an estimate. A new generation
+  // measures a candidate again.
   std::string key() const;
   // The kernels' generation: the attnforge and Halide versions that built
   // them. Timings are compared only within one generation, because a new

@@ -40,6 +40,7 @@ Record make_record(const TuneOptions& options, const nlohmann::json& schedule,
   r.ms_max = outcome.ms_max;
   r.detail = outcome.detail.substr(0, 2000);
   r.strategy = options.strategy;
+  r.estimate = options.estimate_only;
   r.attnforge_version = ATTNFORGE_VERSION;
   r.halide_version = halide_version();
   r.time = utc_now();

@@ -17,6 +17,10 @@ std::vector<GroupSummary> summarize(const Database& database) {
   };
   for (const Record& r : database.current_records()) {
     GroupSummary& g = group_of(r);
+    if (r.estimate) {
+      ++g.estimated;
+      continue;
+    }
     ++g.measured;
     if (r.status != Status::ok) ++g.failures;
   }
@@ -27,6 +31,7 @@ std::vector<GroupSummary> summarize(const Database& database) {
   fill(&GroupSummary::best_autoscheduler, {RecordKind::autoscheduler});
   fill(&GroupSummary::best_tuned, {RecordKind::preset, RecordKind::tuned});
   fill(&GroupSummary::best_preset, {RecordKind::preset});
+  for (const Record& r : database.estimated_winners()) group_of(r).best_estimate = r;
   return groups;
 }
 

@@ -64,6 +64,10 @@ struct TuneOptions {
   std::function<Outcome(const schedules::Schedule&)> simulate;
   // The gpu-model strategy's cost model; empty: scripts/gpu-cost-model.
   CostEstimator cost_model;
+  // A GPU target with no GPU here: each candidate is estimated by that cost
+  // model instead of run, and recorded as an estimate (Record::estimate).
+  // There is no baseline, check, confirmation or competitor.
+  bool estimate_only = false;
 };
 
 struct Progress {

@@ -43,7 +43,8 @@ TuningRun::TuningRun(const TuneOptions& options, Database& database,
       start_(Clock::now()),
       presets_(fitting_presets(options)),
       recorded_(recorded_outcomes(options, database)) {
-  if (!options_.simulate) {
+  estimator_ = cost_model();
+  if (!options_.simulate && !options_.estimate_only) {
     work_dir_.emplace("attnforge_tune_");
     runner_ = std::make_unique<ContainedRunner>(work_dir_->path(), options_.runner);
     measurement_ = std::make_unique<Measurement>(options_, work_dir_->path() / "expected.bin");
@@ -63,9 +64,10 @@ void TuningRun::reference() {
 // already recorded is read back, not measured, so a resumed run follows the
 // same path as one never interrupted.
 CostEstimator TuningRun::cost_model() const {
-  if (options_.strategy != "gpu-model") return {};
+  if (options_.strategy != "gpu-model" && !options_.estimate_only) return {};
   if (!options_.target.has_feature(Halide::Target::CUDA)) {
-    throw std::invalid_argument("strategy 'gpu-model' ranks CUDA schedules; target '" +
+    const std::string user = options_.estimate_only ? "estimating" : "strategy 'gpu-model'";
+    throw std::invalid_argument(user + " ranks CUDA schedules; target '" +
                                 options_.target.to_string() + "' has no CUDA");
   }
   if (options_.cost_model) return options_.cost_model;
@@ -80,7 +82,7 @@ void TuningRun::search() {
                                        : schedules::ScheduleSpace(options_.spec, options_.target);
   for (const auto& [name, values] : options_.knob_values) space.restrict_knob(name, values);
   auto strategy = make_strategy(options_.strategy, space, options_.seed,
-                                run_seeds(options_, database_, space, presets_), cost_model());
+                                run_seeds(options_, database_, space, presets_), estimator_);
   const size_t max_candidates = options_.max_candidates;
   std::vector<Trial> history;
   update_best();
@@ -103,7 +105,7 @@ void TuningRun::search() {
 // Passes go on while the fastest candidate stands on its search timing alone
 // and another pass fits in the time left.
 void TuningRun::confirm() {
-  if (options_.confirm_rounds <= 0) return;
+  if (options_.confirm_rounds <= 0 || options_.estimate_only) return;
   std::set<std::string> confirmed;
   for (int pass = 0; pass < kConfirmationPasses; ++pass) {
     const auto pass_start = Clock::now();
@@ -215,6 +217,15 @@ void TuningRun::confirm_finalists(const std::vector<std::string>& keys) {
 
 std::vector<Outcome> TuningRun::measure(const std::vector<Schedule>& batch) {
   std::vector<Outcome> outcomes;
+  if (options_.estimate_only) {
+    for (const std::optional<double>& ms : estimator_(batch)) {
+      outcomes.push_back(ms ? Outcome{Status::ok, *ms, *ms, *ms, "estimated by the GPU cost model"}
+                            : Outcome{Status::invalid, 0.0, 0.0, 0.0,
+                                      "the GPU cost model has no estimate: its kernels do not "
+                                      "compile or assemble"});
+    }
+    return outcomes;
+  }
   if (!measurement_) {
     for (const Schedule& s : batch) outcomes.push_back(options_.simulate(s));
     return outcomes;
@@ -236,15 +247,22 @@ double TuningRun::seconds_left() const {
 
 double TuningRun::confirmation_seconds() const {
   const int measured = summary_.progress.measured;
-  if (measured == 0) return 0.0;
+  if (measured == 0 || options_.estimate_only) return 0.0;
   const size_t confirmations = std::max(options_.confirm_rounds, 0) * (options_.finalists + 1);
   return seconds_since(start_) / measured * confirmations;
 }
 
 void TuningRun::update_best() {
-  summary_.best = database_.best(
-      spec_key(options_), options_.target.to_string(),
-      shape_bucket(options_.shape.batch, options_.shape.q_len, options_.shape.kv_len));
+  const std::string spec = spec_key(options_), target = options_.target.to_string();
+  const std::string bucket =
+      shape_bucket(options_.shape.batch, options_.shape.q_len, options_.shape.kv_len);
+  if (options_.estimate_only) {  // the fastest estimate: estimates are never winners
+    summary_.best.reset();
+    auto own = [&](const Record& r) { return r.spec == spec && r.bucket == bucket; };
+    for (const Record& r : database_.estimated_winners({target, {}, own})) summary_.best = r;
+  } else {
+    summary_.best = database_.best(spec, target, bucket);
+  }
   summary_.progress.best_ms = summary_.best ? summary_.best->ms_median : 0.0;
 }
 

@@ -48,7 +48,8 @@ class TuningRun {
   void confirm_finalists(const std::vector<std::string>& keys);
   std::vector<Outcome> measure(const std::vector<schedules::Schedule>& batch);
 
-  // The gpu-model strategy's estimator (empty for the other strategies).
+  // The cost model of the gpu-model strategy and of estimating runs (empty
+  // for the others).
   CostEstimator cost_model() const;
   bool ours(const std::string& record_key) const;
   double seconds_left() const;
@@ -69,6 +70,7 @@ class TuningRun {
   std::unique_ptr<Measurement> measurement_;
   const std::map<std::string, std::string> presets_;  // canonical JSON -> preset name
   std::map<std::string, Trial> recorded_;             // record key -> its standing trial
+  CostEstimator estimator_;                           // cost_model(), made once per run
   TuneSummary summary_;
 };
 

@@ -74,6 +74,8 @@ bool names_a_bucket(const std::string& text) {
 
 // The tuned kernels of `text`: of the winners of compatible targets, the
 // fastest per bucket, as copies of its generic kernel named `base` + bucket.
+// A bucket with no measured winner takes the fastest estimate (a GPU tuned
+// without one), which its origin names as such.
 template <typename Spec>
 std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
                                          const std::string& text, const Spec& spec,
@@ -89,6 +91,14 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
       fastest.insert_or_assign(r.bucket, r);
     }
   }
+  std::map<std::string, Record> estimated;
+  for (const Record& r : database.estimated_winners({"", kShippedKinds, ships})) {
+    auto it = estimated.find(r.bucket);
+    if (!fastest.count(r.bucket) && (it == estimated.end() || r.ms_median < it->second.ms_median)) {
+      estimated.insert_or_assign(r.bucket, r);
+    }
+  }
+  fastest.merge(estimated);
   std::vector<PlannedKernel> kernels;
   for (const auto& [bucket, r] : fastest) {
     PlannedKernel k = generic;
@@ -96,7 +106,11 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
     k.bucket = bucket;
     k.shape = parse_shape_bucket(bucket);
     k.schedule = schedules::canonical(Schedule::from_json(r.schedule)).to_json().dump();
-    k.origin = fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy);
+    k.origin =
+        r.estimate
+            ? fmt::format("estimated: {:.3f} ms on {} by the GPU cost model, never run",
+                          r.ms_median, r.target)
+            : fmt::format("tuned: {:.3f} ms median on {} ({})", r.ms_median, r.target, r.strategy);
     kernels.push_back(k);
   }
   return kernels;
@@ -138,7 +152,9 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
   std::map<std::string, LayerSpec> layers;
   for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
   for (const LayerSpec& layer : extra_layers) layers.emplace(layer.to_string(), layer);
-  for (const Record& r : database.winners({"", kShippedKinds, {}})) {
+  std::vector<Record> shipped = database.winners({"", kShippedKinds, {}});
+  for (Record& r : database.estimated_winners({"", kShippedKinds, {}})) shipped.push_back(r);
+  for (const Record& r : shipped) {
     if (specs.count(r.spec) || layers.count(r.spec)) continue;
     try {  // a spec this version cannot build is left out
       if (names_a_layer(r.spec)) {

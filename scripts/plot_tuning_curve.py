@@ -3,7 +3,8 @@
 rises, and the confirmed best as its own marker) of every (spec, target, shape
 bucket) in a tuning database, and says when half of the final gain over the
 best preset was reached. Of each group, the current generation is drawn, as
-the database reads it.
+the database reads it. A cost model's estimates (a GPU tuned without one)
+are a curve of their own, never mixed with measurements.
 
 usage: plot_tuning_curve.py DATABASE.jsonl OUT.png
 """
@@ -38,7 +39,8 @@ def load(path):
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn line, as the database loader skips it
-            key = (record["spec"], record["bucket"], record["target"])
+            key = (record["spec"], record["bucket"], record["target"],
+                   bool(record.get("estimate")))
             groups.setdefault(key, []).append(record)
     return {key: current(records) for key, records in groups.items()}
 
@@ -119,11 +121,11 @@ def main():
 
     groups = load(sys.argv[1])
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (spec, bucket, _), records in sorted(groups.items()):
+    for (spec, bucket, _, estimate), records in sorted(groups.items()):
         c = curve(records)
         if not c.times:
             continue
-        label = f"{spec} {bucket}"
+        label = f"{spec} {bucket}" + (" (estimated, never run)" if estimate else "")
         (line,) = ax.step(c.times, c.best, where="post", label=label)
         color = line.get_color()
         if c.preset is not None:

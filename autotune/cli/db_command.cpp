@@ -40,6 +40,11 @@ int run_best(const std::string& path) {
     fmt::print("  tuned vs naive {}, vs best preset {}, vs autoscheduler {}\n",
                ratio(g.naive, g.best_tuned), ratio(g.best_preset, g.best_tuned),
                ratio(g.best_autoscheduler, g.best_tuned));
+    if (g.estimated > 0) {
+      fmt::print("  estimated      {} {} (fastest of {} cost-model estimates, never run)\n",
+                 ms_of(g.best_estimate), g.best_estimate ? g.best_estimate->schedule.dump() : "",
+                 g.estimated);
+    }
   }
   return 0;
 }

@@ -28,6 +28,7 @@ struct TuneArgs {
   size_t max_candidates = 0;
   double timeout = 120;
   bool no_autoschedulers = false;
+  bool estimate = false;
 };
 
 // B,H,Lq,Lk with H equal to the spec's heads.
@@ -70,21 +71,26 @@ int run_tune(const TuneArgs& args, const ShardChoice& shard) {
   options.max_candidates = args.max_candidates;
   for (const std::string& text : args.knobs) options.knob_values.insert(parse_knob_values(text));
   options.autoschedulers = !args.no_autoschedulers;
+  options.estimate_only = args.estimate;
   options.shard = shard.index;
   options.shards = shard.count;
   Database db(args.db);
   if (db.skipped_lines() > 0) {
     fmt::print(stderr, "{}: skipped {} lines that are not records\n", args.db, db.skipped_lines());
   }
-  TuneSummary summary = tune(options, db, [](const Progress& p) {
+  const char* done = args.estimate ? "estimated" : "measured";
+  TuneSummary summary = tune(options, db, [done](const Progress& p) {
     // The naive baseline is timed after the search, once per database.
     const std::string naive = p.naive_ms > 0 ? fmt::format(" (naive {:.1f} ms)", p.naive_ms) : "";
     const std::string confirmed = p.confirmed > 0 ? fmt::format(", {} confirmed", p.confirmed) : "";
-    fmt::print(stderr, "\r{} measured, {} failed{}, best {:.3f} ms{}, {:.0f} s left   ", p.measured,
+    fmt::print(stderr, "\r{} {}, {} failed{}, best {:.3f} ms{}, {:.0f} s left   ", p.measured, done,
                p.failures, confirmed, p.best_ms, naive, p.seconds_left);
   });
   fmt::print(stderr, "\n");
-  if (summary.best) {
+  if (summary.best && args.estimate) {
+    fmt::print("best estimate: {:.3f} ms (GPU cost model, never run) {}\n", summary.best->ms_median,
+               summary.best->schedule.dump());
+  } else if (summary.best) {
     fmt::print("best: {:.3f} ms ({:.1f}x naive) {}\n", summary.best->ms_median,
                summary.progress.naive_ms / summary.best->ms_median, summary.best->schedule.dump());
   }
@@ -163,6 +169,10 @@ Action add_tune_command(CLI::App& app) {
                    "key_block=32,64 or form=online");
   tune->add_flag("--no-autoschedulers", args->no_autoschedulers,
                  "Do not time Halide's autoschedulers (e.g. on all shards but one)");
+  tune->add_flag("--estimate", args->estimate,
+                 "A CUDA target without its GPU here: record the offline cost model's estimate "
+                 "of each candidate instead of running it (records marked estimate; they never "
+                 "win against measurements, and emit ships them only where nothing was measured)");
   return [tune, args] { return *tune ? run_tune_command(*args) : -1; };
 }
 

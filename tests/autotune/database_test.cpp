@@ -142,6 +142,42 @@ TEST(Database, TheNewestRecordOfACandidateStandsForIt) {
   EXPECT_EQ(reloaded.records().size(), 4u);  // nothing is dropped from the file
 }
 
+// A cost model's estimate is a candidate of its own: it never wins, never
+// hides a measurement of the same schedule (recorded before or after it),
+// and reads back as an estimate.
+TEST(Database, EstimatesStandApartFromMeasurements) {
+  TempFile file;
+  Record estimate = make_record(1, 0.5);
+  estimate.estimate = true;
+  estimate.time = "2026-01-01T00:05:00Z";
+  Record measured = make_record(1, 2.0);
+  measured.time = "2026-01-01T00:00:00Z";
+  Record other_estimate = make_record(2, 0.7);
+  other_estimate.estimate = true;
+  {
+    Database db(file.path);
+    db.append(std::vector<Record>{measured, estimate, other_estimate});
+  }
+  Database db(file.path);
+  EXPECT_NE(estimate.key(), measured.key());
+  ASSERT_NE(db.standing(measured.key()), nullptr);
+  EXPECT_FALSE(db.standing(measured.key())->estimate);
+  EXPECT_TRUE(db.standing(estimate.key())->estimate);
+  auto best = db.best(measured.spec, measured.target, measured.bucket);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_DOUBLE_EQ(best->ms_median, 2.0);
+  EXPECT_EQ(db.contenders().size(), 1u);
+  const std::vector<Record> estimated = db.estimated_winners();
+  ASSERT_EQ(estimated.size(), 1u);
+  EXPECT_DOUBLE_EQ(estimated[0].ms_median, 0.5);
+  const GroupSummary g = summarize(db).at(0);
+  EXPECT_EQ(g.measured, 1);
+  EXPECT_EQ(g.estimated, 2);
+  ASSERT_TRUE(g.best_estimate.has_value());
+  EXPECT_DOUBLE_EQ(g.best_estimate->ms_median, 0.5);
+  EXPECT_FALSE(measured.to_json().contains("estimate"));  // measurements' lines are unchanged
+}
+
 // Once a group has correct confirmations, its schedules compete on them alone:
 // a lucky search timing that no confirmation reached does not win, while the
 // competitors still take part. Where every confirmation failed, all compete.

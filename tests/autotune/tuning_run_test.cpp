@@ -96,6 +96,62 @@ TEST(TuningRun, TheGpuModelStrategyRanksCudaCandidatesByItsModel) {
   EXPECT_GT(asked, 0u);
 }
 
+// A CUDA target tuned where there is no GPU: the model estimates each
+// candidate, nothing runs, and the estimates stay apart from measurements: a
+// resumed run reads them back, a later run on the GPU measures every
+// candidate again, and only its measurements win.
+TEST(TuningRun, WithoutAGpuCandidatesAreEstimatedAndKeptApart) {
+  TempDir dir;
+  Database db(dir.path() / "tuning.jsonl");
+  TuneOptions options = simulated_tuning("full.mha8.d64.f32", 10, 4);
+  options.target = Halide::Target("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_80");
+  options.strategy = "random";
+  options.confirm_rounds = 2;
+  const auto run_on_gpu = options.simulate;
+  options.simulate = [](const schedules::Schedule&) {
+    ADD_FAILURE() << "a candidate ran in an estimating run";
+    return Outcome{};
+  };
+  options.estimate_only = true;
+  size_t asked = 0;
+  options.cost_model = [&asked](const std::vector<schedules::Schedule>& batch) {
+    asked += batch.size();
+    std::vector<std::optional<double>> ms;
+    for (const schedules::Schedule& s : batch) ms.push_back(2.0 * synthetic_ms(s));
+    return ms;
+  };
+  const TuneSummary estimated = tune(options, db);
+  EXPECT_EQ(estimated.progress.measured, 10);
+  EXPECT_EQ(asked, 10u);
+  ASSERT_EQ(db.records().size(), 10u);  // no confirmation, baseline or competitor
+  double fastest = 1e9;
+  for (const Record& r : db.records()) {
+    EXPECT_TRUE(r.estimate);
+    EXPECT_FALSE(r.confirmation);
+    fastest = std::min(fastest, r.ms_median);
+  }
+  ASSERT_TRUE(estimated.best.has_value());
+  EXPECT_TRUE(estimated.best->estimate);
+  EXPECT_DOUBLE_EQ(estimated.best->ms_median, fastest);
+  EXPECT_TRUE(db.winners().empty());
+  ASSERT_EQ(db.estimated_winners().size(), 1u);
+  EXPECT_DOUBLE_EQ(db.estimated_winners()[0].ms_median, fastest);
+
+  EXPECT_EQ(tune(options, db).progress.measured, 0);  // resumed: read back, not asked again
+  EXPECT_EQ(asked, 10u);
+
+  options.estimate_only = false;
+  options.cost_model = {};
+  options.simulate = run_on_gpu;
+  options.confirm_rounds = 0;
+  const TuneSummary measured = tune(options, db);
+  EXPECT_EQ(measured.progress.measured, 10);
+  ASSERT_TRUE(measured.best.has_value());
+  EXPECT_FALSE(measured.best->estimate);
+  EXPECT_DOUBLE_EQ(measured.best->ms_median, fastest / 2.0);
+  EXPECT_EQ(db.estimated_winners().size(), 1u);  // the estimates are still there, apart
+}
+
 TEST(TuningRun, TheWorkFolderIsRemovedWhenTheRunThrows) {
   TempDir tmpdir, dir;
   testing::ScopedEnv redirected("TMPDIR", tmpdir.path().string());

@@ -114,6 +114,33 @@ TEST(KernelPlan, ABucketShipsTheFastestFittingWinnerOfACompatibleTarget) {
   EXPECT_NE(plan.kernels[2].origin.find("0.500 ms"), std::string::npos) << plan.kernels[2].origin;
 }
 
+// A cost model's estimate ships only for a bucket where nothing was
+// measured, and its origin says so; a measurement wins its bucket however
+// fast the estimates there.
+TEST(KernelPlan, AnEstimateShipsOnlyWhereNothingWasMeasured) {
+  const std::string spec = "causal.mha2.d32.f32";
+  auto estimate = [&](const std::string& bucket, double ms, int query_tile) {
+    Record r = record(spec, bucket, ms, Status::ok, 8, query_tile);
+    r.estimate = true;
+    return r;
+  };
+  autotune::TempDir dir;
+  const autotune::Database db =
+      database_of(dir, {estimate("b1.q64.k64", 0.5, 32), estimate("b1.q64.k64", 0.7, 64),
+                        estimate("b1.q128.k128", 0.1, 32),
+                        record(spec, "b1.q128.k128", 2.0, Status::ok, 8, 64)});
+  KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
+  ASSERT_EQ(plan.kernels.size(), 4u);
+  EXPECT_EQ(plan.kernels[2].bucket, "b1.q128.k128");
+  EXPECT_NE(plan.kernels[2].origin.find("tuned: 2.000 ms"), std::string::npos)
+      << plan.kernels[2].origin;
+  EXPECT_EQ(plan.kernels[3].bucket, "b1.q64.k64");
+  EXPECT_NE(plan.kernels[3].origin.find("estimated: 0.500 ms"), std::string::npos)
+      << plan.kernels[3].origin;
+  EXPECT_NE(plan.kernels[3].origin.find("never run"), std::string::npos);
+  EXPECT_NE(plan.kernels[3].schedule.find("\"query_tile\":32"), std::string::npos);
+}
+
 TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
   autotune::TempDir dir;
   KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,cuda"),
