@@ -47,6 +47,18 @@ Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const 
   return visible_key_range<Expr>(spec_, last, last, valid_keys(b)).end;
 }
 
+// A bottom-right aligned position grows with the valid keys: the first query
+// is placed as for none, the last as for all Lk.
+Expr AttentionTerms::key_range_begin_any_length(const Expr& first_query) const {
+  Expr first = attnforge::aligned_position<Expr>(spec_, first_query, 0, inputs_.q_len);
+  return visible_key_range<Expr>(spec_, first, first, inputs_.kv_len).begin;
+}
+
+Expr AttentionTerms::key_range_end_any_length(const Expr& last_query) const {
+  Expr last = attnforge::aligned_position<Expr>(spec_, last_query, inputs_.kv_len, inputs_.q_len);
+  return visible_key_range<Expr>(spec_, last, last, inputs_.kv_len).end;
+}
+
 Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                             const Expr& b) const {
   Expr value = scaled;

@@ -42,6 +42,10 @@ class AttentionTerms {
   // where a form may skip the rest. Only bounds: visible() still decides each key.
   Halide::Expr key_range_begin(const Halide::Expr& first_query, const Halide::Expr& b) const;
   Halide::Expr key_range_end(const Halide::Expr& last_query, const Halide::Expr& b) const;
+  // The same bounds for any number of valid keys up to Lk: wider where there
+  // is key padding, and they read no key length.
+  Halide::Expr key_range_begin_any_length(const Halide::Expr& first_query) const;
+  Halide::Expr key_range_end_any_length(const Halide::Expr& last_query) const;
 
   // True when a row's running maximum shows it saw at least one key.
   static Halide::Expr row_has_keys(const Halide::Expr& row_max);

@@ -218,8 +218,12 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   if (splits > 1) update_loops.where(block < blocks);
   if (shape.skip_masked_blocks) {
     Expr block_first = block * KB;
-    update_loops.where(block_first < terms.key_range_end(tile.last, v.b) &&
-                       block_first + KB > terms.key_range_begin(tile.first, v.b));
+    const bool any = shape.skip_at_any_length;
+    const Expr end =
+        any ? terms.key_range_end_any_length(tile.last) : terms.key_range_end(tile.last, v.b);
+    const Expr begin =
+        any ? terms.key_range_begin_any_length(tile.first) : terms.key_range_begin(tile.first, v.b);
+    update_loops.where(block_first < end && block_first + KB > begin);
   }
   const Expr key = tile.key(j);
 

@@ -32,7 +32,7 @@ struct TileShape {
   int query_tile = 32;
   int key_block = 64;
   bool skip_masked_blocks = true;  // restrict key loops to blocks a tile can see
-  int kv_splits = 1;               // online: key blocks split this many ways, merged after
+  int kv_splits = 1;  // online: key blocks split this many ways, merged after
   // online: the running state as one Func of head_dim + 2 values per row
   // (accumulator, then sum, then max) instead of a Tuple that repeats max and
   // sum for every head-dim element. A thread that owns a whole row then keeps
@@ -44,6 +44,10 @@ struct TileShape {
   // bf16 dot product that accumulates in f32. q * scale and the probabilities
   // that feed P.V are rounded to bf16.
   bool bf16_pairs = false;
+  // online: skip by the positional mask at any key length (a superset of the
+  // blocks key padding leaves), so the key loop's bounds read no key length:
+  // Halide 21's lowering of one-warp blocks loses symbols where they do.
+  bool skip_at_any_length = false;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the

@@ -1,5 +1,7 @@
 #include "attention_pipeline.h"
 
+#include "cuda_limits.h"
+
 namespace attnforge::schedules {
 
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
@@ -10,10 +12,15 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   // online_rows: each query row is a tile of its own (query_tile is rows per
   // GPU block), so a row's state is addressed without a division by the tile.
   const bool rows = schedule.form == Form::online_rows;
-  TileShape shape{rows ? 1 : schedule.query_tile, schedule.key_block, schedule.skip_masked_blocks,
-                  schedule.kv_splits, rows};
+  TileShape shape;
+  shape.query_tile = rows ? 1 : schedule.query_tile;
+  shape.key_block = schedule.key_block;
+  shape.skip_masked_blocks = schedule.skip_masked_blocks;
+  shape.kv_splits = schedule.kv_splits;
+  shape.packed_state = rows;
   if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
   shape.bf16_pairs = schedule.bf16_dots;
+  shape.skip_at_any_length = spec.key_padding && cuda_warp_block(schedule);
   p.grouped_heads = shape.grouped_heads;
   switch (schedule.form) {
     case Form::materialized:

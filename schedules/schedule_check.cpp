@@ -104,10 +104,6 @@ std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& 
                       "a block of one warp (32 x 1) keeps its state in lane registers, which "
                       "needs CUDA; '{}' has none",
                       target.to_string());
-    // Halide 21 loses a symbol lowering the key lengths' loads with lane shuffles.
-    ATTNFORGE_REQUIRE(!spec.key_padding, "key_padding",
-                      "a block of one warp (gpu_threads 32 x 1) has no kernel with key padding "
-                      "(Halide's lane lowering fails on it); use more rows of threads");
     ATTNFORGE_REQUIRE(s.query_tile <= kCudaWarp, "query_tile",
                       "{}; a block of one warp reduces each row in its own lane (at most {})",
                       s.query_tile, kCudaWarp);

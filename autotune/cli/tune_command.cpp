@@ -46,6 +46,15 @@ TuningShape parse_shape(const std::string& text, const std::string& spec, int he
   return {b, lq, lk};
 }
 
+Halide::Target parse_target(const std::string& text) {
+  if (text == "host") return Halide::get_host_target();
+  if (!Halide::Target::validate_target_string(text)) {
+    throw CLI::ValidationError(
+        "--target", "'" + text + "' is not a Halide target (e.g. host-cuda-cuda_capability_80)");
+  }
+  return Halide::Target(text);
+}
+
 // One job: the spec, shape and target of the command line or of a plan's line.
 int run_tune(const TuneArgs& args, const ShardChoice& shard) {
   TuneOptions options;
@@ -55,7 +64,7 @@ int run_tune(const TuneArgs& args, const ShardChoice& shard) {
   } else {
     options.spec = AttentionSpec::parse(args.spec);
   }
-  options.target = args.target == "host" ? Halide::get_host_target() : Halide::Target(args.target);
+  options.target = parse_target(args.target);
   options.shape = parse_shape(args.shape, args.spec, options.spec.heads);
   if (options.layer && options.layer->self_attention &&
       options.shape.q_len != options.shape.kv_len) {

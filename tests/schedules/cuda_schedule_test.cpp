@@ -25,16 +25,12 @@ TEST(CudaSchedule, PresetsFitEveryHeadDimUpTo128) {
   for (const std::string& name : presets_for(kCuda)) {
     for (const char* spec : {"full.mha8.d64.f32", "causal.gqa8x2.d128.f16",
                              "window8_8.mha2.d32.f32", "window8_8.kpad.mha2.d32.f32"}) {
-      // One-warp blocks have no key padding: Halide fails to lower it. A
-      // thread's registers hold a row of head dim 128 with the K row of one
-      // key, not of a block of 4.
+      // A thread's registers hold a row of head dim 128 with the K row of
+      // one key, not of a block of 4.
       const Schedule s = load_preset(name);
-      const bool kpad = AttentionSpec::parse(spec).key_padding;
       const bool d128 = AttentionSpec::parse(spec).head_dim == 128;
       const bool rows = s.form == Form::online_rows;
-      const char* expected = cuda_warp_block(s) && kpad        ? "key_padding"
-                             : rows && d128 && s.key_block > 1 ? "key_block"
-                                                               : "(fits)";
+      const char* expected = rows && d128 && s.key_block > 1 ? "key_block" : "(fits)";
       EXPECT_EQ(misfit(s, spec), expected) << name << " " << spec;
     }
   }

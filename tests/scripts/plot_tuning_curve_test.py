@@ -47,6 +47,20 @@ class TuningCurveTest(unittest.TestCase):
         # Final gain 0.5; 60/50 - 1 = 0.2 is under half of it, 60/40 - 1 reaches it.
         self.assertEqual(plot.half_gain_time(c), 120.0)
 
+    def test_estimates_are_a_curve_apart_from_measurements(self):
+        estimate = record("0.2.0", "2026-02-01T10:00:00Z", 10.0)
+        estimate["estimate"] = True
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "db.jsonl")
+            with open(path, "w", encoding="utf-8") as out:
+                for r in [record("0.2.0", "2026-02-01T10:00:30Z", 50.0), estimate]:
+                    out.write(json.dumps(r) + "\n")
+            groups = plot.load(path)
+        self.assertEqual(len(groups), 2)
+        by_kind = {key[3]: plot.curve(records) for key, records in groups.items()}
+        self.assertEqual(by_kind[False].best, [50.0])
+        self.assertEqual(by_kind[True].best, [10.0])
+
     def test_a_generation_with_only_failures_keeps_the_older_curve(self):
         records = self.load([
             record("0.1.0", "2026-01-01T10:00:00Z", 50.0, "preset:a", tile=64),
