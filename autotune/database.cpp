@@ -242,21 +242,21 @@ bool admitted(const WinnerFilter& filter, const Record& r) {
 
 }  // namespace
 
-std::vector<Record> Database::winners(const WinnerFilter& filter) const {
+std::vector<Record> Database::fastest_records(const WinnerFilter& filter, bool estimates) const {
   std::vector<Record> winners;
-  for (const Record* r : fastest_per_group([&](const Record& r) { return admitted(filter, r); })) {
+  for (const Record* r :
+       fastest_per_group([&](const Record& r) { return admitted(filter, r); }, estimates)) {
     winners.push_back(*r);
   }
   return winners;
 }
 
+std::vector<Record> Database::winners(const WinnerFilter& filter) const {
+  return fastest_records(filter, false);
+}
+
 std::vector<Record> Database::estimated_winners(const WinnerFilter& filter) const {
-  std::vector<Record> winners;
-  for (const Record* r :
-       fastest_per_group([&](const Record& r) { return admitted(filter, r); }, true)) {
-    winners.push_back(*r);
-  }
-  return winners;
+  return fastest_records(filter, true);
 }
 
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,

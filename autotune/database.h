@@ -97,6 +97,7 @@ class Database {
   // or with `estimates`, among the current estimates.
   std::vector<const Record*> fastest_per_group(const std::function<bool(const Record&)>& admits,
                                                bool estimates = false) const;
+  std::vector<Record> fastest_records(const WinnerFilter& filter, bool estimates) const;
 
   struct Newest {
     std::string time, generation;

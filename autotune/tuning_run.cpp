@@ -43,7 +43,7 @@ TuningRun::TuningRun(const TuneOptions& options, Database& database,
       start_(Clock::now()),
       presets_(fitting_presets(options)),
       recorded_(recorded_outcomes(options, database)) {
-  estimator_ = cost_model();
+  if (CostEstimator model = cost_model()) estimator_ = remembering(std::move(model));
   if (!options_.simulate && !options_.estimate_only) {
     work_dir_.emplace("attnforge_tune_");
     runner_ = std::make_unique<ContainedRunner>(work_dir_->path(), options_.runner);

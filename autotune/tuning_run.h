@@ -70,7 +70,7 @@ class TuningRun {
   std::unique_ptr<Measurement> measurement_;
   const std::map<std::string, std::string> presets_;  // canonical JSON -> preset name
   std::map<std::string, Trial> recorded_;             // record key -> its standing trial
-  CostEstimator estimator_;                           // cost_model(), made once per run
+  CostEstimator estimator_;  // cost_model(), made once per run, each schedule asked once
   TuneSummary summary_;
 };
 

@@ -81,24 +81,22 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
                                          const std::string& text, const Spec& spec,
                                          const EmitTarget& target, const std::string& base,
                                          const PlannedKernel& generic) {
-  std::map<std::string, Record> fastest;
   auto ships = [&](const Record& r) {
     return r.spec == text && names_a_bucket(r.bucket) && usable(r, spec, target);
   };
-  for (const Record& r : database.winners({"", kShippedKinds, ships})) {
-    auto it = fastest.find(r.bucket);
-    if (it == fastest.end() || r.ms_median < it->second.ms_median) {
-      fastest.insert_or_assign(r.bucket, r);
+  auto per_bucket = [](const std::vector<Record>& winners) {
+    std::map<std::string, Record> fastest;
+    for (const Record& r : winners) {
+      auto it = fastest.find(r.bucket);
+      if (it == fastest.end() || r.ms_median < it->second.ms_median) {
+        fastest.insert_or_assign(r.bucket, r);
+      }
     }
-  }
-  std::map<std::string, Record> estimated;
-  for (const Record& r : database.estimated_winners({"", kShippedKinds, ships})) {
-    auto it = estimated.find(r.bucket);
-    if (!fastest.count(r.bucket) && (it == estimated.end() || r.ms_median < it->second.ms_median)) {
-      estimated.insert_or_assign(r.bucket, r);
-    }
-  }
-  fastest.merge(estimated);
+    return fastest;
+  };
+  std::map<std::string, Record> fastest = per_bucket(database.winners({"", kShippedKinds, ships}));
+  fastest.merge(
+      per_bucket(database.estimated_winners({"", kShippedKinds, ships})));  // keeps measured
   std::vector<PlannedKernel> kernels;
   for (const auto& [bucket, r] : fastest) {
     PlannedKernel k = generic;

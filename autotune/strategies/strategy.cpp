@@ -1,6 +1,8 @@
 #include "strategy.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "cost_model_guided.h"
@@ -63,6 +65,28 @@ std::vector<Schedule> Strategy::propose(const std::vector<Trial>& history, int c
     for (const Schedule& candidate : drawn) take(candidate);
   }
   return chosen;
+}
+
+CostEstimator remembering(CostEstimator model) {
+  auto known = std::make_shared<std::map<std::string, std::optional<double>>>();
+  return [model = std::move(model), known](const std::vector<Schedule>& schedules) {
+    std::vector<Schedule> unknown;
+    for (const Schedule& s : schedules) {
+      if (!known->count(s.to_json().dump())) unknown.push_back(s);
+    }
+    if (!unknown.empty()) {
+      const std::vector<std::optional<double>> ms = model(unknown);
+      for (size_t n = 0; n < unknown.size() && n < ms.size(); ++n) {
+        known->emplace(unknown[n].to_json().dump(), ms[n]);
+      }
+    }
+    std::vector<std::optional<double>> ms;
+    for (const Schedule& s : schedules) {
+      auto found = known->find(s.to_json().dump());
+      ms.push_back(found == known->end() ? std::nullopt : found->second);
+    }
+    return ms;
+  };
 }
 
 std::vector<Trial> fastest_first(const std::vector<Trial>& history) {

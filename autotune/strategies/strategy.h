@@ -86,6 +86,10 @@ std::vector<Trial> fastest_first(const std::vector<Trial>& history);
 using CostEstimator =
     std::function<std::vector<std::optional<double>>(const std::vector<schedules::Schedule>&)>;
 
+// `model`, asked about each schedule once: a schedule it estimated before is
+// answered from memory (a run that ranks a pool, then records its pick).
+CostEstimator remembering(CostEstimator model);
+
 // Names: exhaustive, random, evolutionary, model, and gpu-model, which ranks
 // candidates by `estimator` and needs one. Throws std::invalid_argument
 // listing them for any other name, or for gpu-model without an estimator.

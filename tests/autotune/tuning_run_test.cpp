@@ -140,6 +140,25 @@ TEST(TuningRun, WithoutAGpuCandidatesAreEstimatedAndKeptApart) {
   EXPECT_EQ(tune(options, db).progress.measured, 0);  // resumed: read back, not asked again
   EXPECT_EQ(asked, 10u);
 
+  // gpu-model ranks a pool by the model, then records its picks: each
+  // schedule is asked about once.
+  TempDir ranked_dir;
+  Database ranked(ranked_dir.path() / "tuning.jsonl");
+  std::map<std::string, int> asked_about;
+  TuneOptions ranking = options;
+  ranking.strategy = "gpu-model";
+  ranking.cost_model = [&asked_about](const std::vector<schedules::Schedule>& batch) {
+    std::vector<std::optional<double>> ms;
+    for (const schedules::Schedule& s : batch) {
+      ++asked_about[s.to_json().dump()];
+      ms.push_back(synthetic_ms(s));
+    }
+    return ms;
+  };
+  EXPECT_EQ(tune(ranking, ranked).progress.measured, 10);
+  EXPECT_GT(asked_about.size(), 10u);
+  for (const auto& [schedule, times] : asked_about) EXPECT_EQ(times, 1) << schedule;
+
   options.estimate_only = false;
   options.cost_model = {};
   options.simulate = run_on_gpu;
