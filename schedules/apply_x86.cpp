@@ -271,11 +271,18 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
 LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
   LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim, f.q_pairs);
-  const RVar rb = f.over_blocks.x;
+  const RVar rb = f.block_loop();
   const Var d = p.vars.d, ii = p.tile_vars.ii, ks = p.tile_vars.ks;
   if (s.bf16_dots) {  // as P.V's tile: query rows innermost
     f.state.compute_at(tile).reorder_storage(ii, d).vectorize(ii, s.vector_width);
-    f.state.update().reorder(ii, d, rb, ks).vectorize(ii, s.vector_width);
+    // Packed: the update's elements unrolled, each vector of rows reads one
+    // max before the last element changes it, so its rescale is computed once.
+    Var rows("state_rows"), row_lanes("state_row_lanes");
+    f.state.update()
+        .split(ii, rows, row_lanes, s.vector_width)
+        .reorder(row_lanes, f.over_state.x, rows, rb, ks)
+        .vectorize(row_lanes)
+        .unroll(f.over_state.x);
   } else {
     f.state.compute_at(tile).vectorize(d, s.vector_width);
     f.state.update().reorder(d, ii, rb, ks).vectorize(d, s.vector_width);

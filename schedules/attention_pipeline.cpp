@@ -17,7 +17,10 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   shape.key_block = schedule.key_block;
   shape.skip_masked_blocks = schedule.skip_masked_blocks;
   shape.kv_splits = schedule.kv_splits;
-  shape.packed_state = rows;
+  // One max and one sum per row where a thread owns whole rows (online_rows)
+  // or whole vectors of rows (bf16 dot products keep the state row-innermost):
+  // each key block's rescale is then one exp per row, not per head-dim element.
+  shape.packed_state = rows || schedule.bf16_dots;
   if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
   shape.bf16_pairs = schedule.bf16_dots;
   shape.skip_at_any_length = spec.key_padding && cuda_warp_block(schedule);
