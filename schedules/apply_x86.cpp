@@ -153,10 +153,11 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
                      .split(st.over_dim, dim_outer, dim_lane, s.vector_width)
                      .rfactor(dim_lane, lane);
   // rfactor appends its lane dim; stored innermost, each partial sum is one
-  // vector. The whole block's partial sums come first, in a loop of loads and
-  // FMAs only, so the K stream is not held up by the horizontal sums.
+  // vector. Computed per register tile, the partial sums stay in registers
+  // until their horizontal sums; a whole block's would fill L1 (32 KB for four
+  // rows of 128 keys), be zeroed in memory and push out the K and V streams.
   Var pio("pio"), pko("pko"), pii("pii"), pki("pki");
-  partial.reorder_storage(lane, ii, key).compute_at(level).vectorize(lane);
+  partial.reorder_storage(lane, ii, key).compute_at(logits, ko).vectorize(lane);
   partial.update()
       .tile(ii, key, pio, pko, pii, pki, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
       .reorder(lane, pii, pki, dim_outer, pio, pko)
@@ -164,8 +165,8 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .unroll(pii)
       .unroll(pki);
   if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
-    partial.update().prefetch(p.inputs.k_buffer, pko, pko, prefetch_rows(s) / s.register_vectors,
-                              Halide::PrefetchBoundStrategy::NonFaulting);
+    logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_rows(s) / s.register_vectors,
+                    Halide::PrefetchBoundStrategy::NonFaulting);
   }
   // The horizontal sum in two steps: the vector's four quarters added as
   // vectors, then the lanes of one quarter as scalars. A single vector
