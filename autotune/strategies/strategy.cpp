@@ -70,19 +70,25 @@ std::vector<Schedule> Strategy::propose(const std::vector<Trial>& history, int c
 CostEstimator remembering(CostEstimator model) {
   auto known = std::make_shared<std::map<std::string, std::optional<double>>>();
   return [model = std::move(model), known](const std::vector<Schedule>& schedules) {
+    std::vector<std::string> keys;
     std::vector<Schedule> unknown;
+    std::vector<std::string> unknown_keys;
     for (const Schedule& s : schedules) {
-      if (!known->count(s.to_json().dump())) unknown.push_back(s);
+      keys.push_back(s.to_json().dump());
+      if (!known->count(keys.back())) {
+        unknown.push_back(s);
+        unknown_keys.push_back(keys.back());
+      }
     }
     if (!unknown.empty()) {
       const std::vector<std::optional<double>> ms = model(unknown);
       for (size_t n = 0; n < unknown.size() && n < ms.size(); ++n) {
-        known->emplace(unknown[n].to_json().dump(), ms[n]);
+        known->emplace(unknown_keys[n], ms[n]);
       }
     }
     std::vector<std::optional<double>> ms;
-    for (const Schedule& s : schedules) {
-      auto found = known->find(s.to_json().dump());
+    for (const std::string& key : keys) {
+      auto found = known->find(key);
       ms.push_back(found == known->end() ? std::nullopt : found->second);
     }
     return ms;
