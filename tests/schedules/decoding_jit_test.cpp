@@ -63,6 +63,18 @@ TEST(DecodingJit, KeySplitsWithDotsAlongHeadDim) {
   expect_reference("causal.br.gqa4x2.d64.bf16", grouped);
 }
 
+// Register tiles of 3 x 2 dot products, and head dims that are not whole
+// vectors (40), whose last partial sums run past the head dim's end.
+TEST(DecodingJit, OddRegisterTilesAndPartialVectorHeadDims) {
+  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  Schedule odd_tile = dots_along_head_dim(true, 1);
+  odd_tile.query_tile = 6;
+  odd_tile.register_rows = 3;
+  expect_reference("causal.br.kpad.gqa6x2.d64.f32", odd_tile);
+  expect_reference("full.gqa4x2.d40.f32", dots_along_head_dim(true, 1));
+  expect_reference("window9_3.kpad.mha2.d40.bf16", dots_along_head_dim(false, 2));
+}
+
 // Grouped rows also fit the forms' tiles vectorized along query rows.
 TEST(DecodingJit, GroupedRowsInQueryVectorTiles) {
   if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
