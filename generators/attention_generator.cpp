@@ -8,6 +8,7 @@
 #include "attention_inputs.h"
 #include "attention_terms.h"
 #include "materialized_form.h"
+#include "row_prefetch.h"
 #include "schedules/apply_cuda.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
@@ -104,6 +105,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     } else {
       schedules::apply_x86(chosen, pipeline, spec_.head_dim);
       schedules::fix_prefetch_line_steps(get_pipeline());
+      lower_row_prefetches(get_pipeline());
     }
   }
 
@@ -139,12 +141,21 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const int page = spec_.page_size;
     const Expr pages = k_->dim(3).extent();
     Halide::Var d("d"), j("j"), h("h"), b("b");
-    for (auto [paged, input, name] :
-         {std::tuple{&in.k, k_, "k_pages"}, std::tuple{&in.v, v_, "v_pages"}}) {
-      Halide::Func cache(name);
+    for (auto [paged, row, buffer, input, name] :
+         {std::tuple{&in.k, &in.k_row, &in.k_pages, k_, std::string("k_pages")},
+          std::tuple{&in.v, &in.v_row, &in.v_pages, v_, std::string("v_pages")}}) {
+      Halide::Func cache(name), row_offset(name + "_row");
       Expr page_of_key = Halide::clamp((*page_table_)(j / page, b), 0, pages - 1);
       cache(d, j, h, b) = (*input)(d, j % page, h, page_of_key);
+      Expr offset = 0;
+      const Expr coordinates[] = {0, j % page, h, page_of_key};
+      for (int dim = 0; dim < 4; ++dim) {
+        offset += (coordinates[dim] - input->dim(dim).min()) * input->dim(dim).stride();
+      }
+      row_offset(j, h, b) = offset;
       *paged = cache;
+      *row = row_offset;
+      *buffer = Halide::ImageParam(*input).parameter();
     }
     in.kv_len = page_table_->dim(0).extent() * page;
   }

@@ -1,6 +1,7 @@
 #include "tiled_forms.h"
 
 #include "attention_terms.h"
+#include "row_prefetch.h"
 #include "softmax_exp.h"
 
 namespace attnforge {
@@ -240,8 +241,15 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
         f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
   }
-  f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) =
-      tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
+  Expr logit = tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
+  if (shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
+    const Expr ahead = tile.key(j + shape.prefetch_keys_ahead);
+    f.row_prefetch(t.jj, t.kb, v.h, v.b) =
+        prefetch_rows({{in.k_pages, in.k_row(ahead, kvh, v.b), spec.head_dim},
+                       {in.v_pages, in.v_row(ahead, kvh, v.b), spec.head_dim}});
+    logit += f.row_prefetch(t.jj, t.kb, v.h, v.b);
+  }
+  f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) = logit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
                                                         f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));

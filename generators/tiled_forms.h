@@ -32,7 +32,7 @@ struct TileShape {
   int query_tile = 32;
   int key_block = 64;
   bool skip_masked_blocks = true;  // restrict key loops to blocks a tile can see
-  int kv_splits = 1;  // online: key blocks split this many ways, merged after
+  int kv_splits = 1;               // online: key blocks split this many ways, merged after
   // online: the running state as one Func of head_dim + 2 values per row
   // (accumulator, then sum, then max) instead of a Tuple that repeats max and
   // sum for every head-dim element. A thread that owns a whole row then keeps
@@ -48,6 +48,9 @@ struct TileShape {
   // blocks key padding leaves), so the key loop's bounds read no key length:
   // Halide 21's lowering of one-warp blocks loses symbols where they do.
   bool skip_at_any_length = false;
+  // online, paged caches: each key block's loop prefetches the K and V rows
+  // this many keys ahead (AttentionInputs::k_row); 0: none.
+  int prefetch_keys_ahead = 0;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
@@ -87,6 +90,9 @@ struct OnlineFuncs : QueryTileFuncs {
   // bf16_pairs: (p, ii, jh, kb, it, h, b) bf16 probability of key jj = 2 jh + p,
   // and (p, d, jh, kb, h, b) that key's V row, pairs of keys interleaved.
   Halide::Func prob_pairs{"prob_pairs"}, v_pairs{"v_pairs"};
+  // (jj, kb, h, b) 0, prefetching the K and V rows prefetch_keys_ahead keys
+  // past key jj (row_prefetch.h); logits read it. Only with that shape.
+  Halide::Func row_prefetch{"row_prefetch"};
   // (d, ii, ks, it, h, b) Tuple(acc, max, sum); packed: (e, ii, ks, it, h, b)
   // with e < head_dim the accumulator, e == sum_at() the sum, e == max_at() the max.
   Halide::Func state{"state"};

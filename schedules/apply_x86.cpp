@@ -108,6 +108,7 @@ struct SoftmaxStages {
   // innermost, over_dim and pv_keys their outer loops), with P and V packed in pairs.
   RVar dim_pair = {}, key_pair = {}, pv_keys = {};
   Func prob_pairs = {}, v_pairs = {};
+  Func row_prefetch = {};  // a paged cache's rows ahead, where the form has them
 };
 
 // A row max or sum: a reduction over keys, vectorized across rows; or, where
@@ -167,6 +168,9 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
     logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_rows(s) / s.register_vectors,
                     Halide::PrefetchBoundStrategy::NonFaulting);
+  }
+  if (st.row_prefetch.defined()) {  // a paged cache: K and V rows, each once per key
+    Func(st.row_prefetch).compute_at(logits, ko).unroll(key);
   }
   // The horizontal sum in two steps: the vector's four quarters added as
   // vectors, then the lanes of one quarter as scalars. A single vector
@@ -305,6 +309,7 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
     stages.prob_pairs = f.prob_pairs;
     stages.v_pairs = f.v_pairs;
   }
+  stages.row_prefetch = f.row_prefetch;
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
   return tile;
 }
