@@ -49,15 +49,21 @@ class ZeroMarkers : public IRMutator {
   }
 };
 
+// A marker's argument as written: vectorizing a marker broadcasts its constants.
+Expr unbroadcast(const Expr& arg) {
+  const Broadcast* broadcast = arg.as<Broadcast>();
+  return broadcast ? broadcast->value : arg;
+}
+
 // One prefetch per cache line of each row a marker names (per lane, where
 // the marker was vectorized), inside the Lets its arguments use.
 Stmt prefetches_of(const FindMarkers::Found& marker) {
   std::vector<Stmt> fetches;
   const std::vector<Expr>& args = marker.call->args;
   for (size_t a = 0; a + kArgsPerRow <= args.size(); a += kArgsPerRow) {
-    const std::string& buffer = args[a].as<StringImm>()->value;
-    const int elements = static_cast<int>(*as_const_int(args[a + 2]));
-    const int bytes = static_cast<int>(*as_const_int(args[a + 3]));
+    const std::string& buffer = unbroadcast(args[a]).as<StringImm>()->value;
+    const int elements = static_cast<int>(*as_const_int(unbroadcast(args[a + 2])));
+    const int bytes = static_cast<int>(*as_const_int(unbroadcast(args[a + 3])));
     const Expr base = Variable::make(Halide::Handle(), buffer);
     const Expr offset = args[a + 1];
     for (int lane = 0; lane < offset.type().lanes(); ++lane) {

@@ -50,13 +50,19 @@ struct TableRows {
   Func out{"out"}, ahead{"ahead"};
   Var x{"x"}, y{"y"};
 
-  explicit TableRows(bool marked) {
+  explicit TableRows(bool marked, int vector_rows = 1) {
     in.dim(0).set_bounds(0, kRow).dim(1).set_stride(kRow);
     const Expr row = clamp(table(y), 0, in.dim(1).extent() - 1);
     if (marked) {
       ahead(y) = prefetch_rows({{in.parameter(), table(y + 2) * kRow, kRow}});
       out(x, y) = in(x, row) + ahead(y);
-      ahead.compute_at(out, y);
+      if (vector_rows > 1) {  // marks of several rows as one vector
+        Var rows("rows");
+        out.split(y, rows, y, vector_rows);
+        ahead.compute_at(out, rows).vectorize(y);
+      } else {
+        ahead.compute_at(out, y);
+      }
     } else {
       out(x, y) = in(x, row);
     }
@@ -88,19 +94,31 @@ TEST(RowPrefetch, OnePrefetchPerLineOfEachMarkedRow) {
   }
 }
 
+TEST(RowPrefetch, VectorizedMarksFetchEachLanesRow) {
+  TableRows rows(true, 4);
+  std::vector<Fetch> fetches;
+  bool marks_left = false;
+  rows.lowered(&fetches, &marks_left)
+      .compile_to_module({rows.in, rows.table}, "rows", get_host_target());
+  EXPECT_FALSE(marks_left);
+  EXPECT_EQ(fetches.size(), 4u * 8u);
+}
+
 TEST(RowPrefetch, MarksAreZeroAndTheRowsReadAsWithout) {
-  constexpr int kRows = 9;
+  constexpr int kRows = 12;
   Buffer<float> data(kRow, kRows + 2);
   data.for_each_element([&](int x, int y) { data(x, y) = float(x * 31 + y * 7 % 13); });
   Buffer<int> table(kRows + 2);
   for (int y = 0; y < kRows + 2; ++y) table(y) = (y * 5) % (kRows + 2);
-  TableRows rows(true);
-  rows.in.set(data);
-  rows.table.set(table);
-  std::vector<Fetch> fetches;
-  bool marks_left = false;
-  Buffer<float> out = rows.lowered(&fetches, &marks_left).realize({kRow, kRows});
-  out.for_each_element([&](int x, int y) { EXPECT_EQ(out(x, y), data(x, table(y))); });
+  for (int vector_rows : {1, 4}) {
+    TableRows rows(true, vector_rows);
+    rows.in.set(data);
+    rows.table.set(table);
+    std::vector<Fetch> fetches;
+    bool marks_left = false;
+    Buffer<float> out = rows.lowered(&fetches, &marks_left).realize({kRow, kRows});
+    out.for_each_element([&](int x, int y) { EXPECT_EQ(out(x, y), data(x, table(y))); });
+  }
 }
 
 TEST(RowPrefetch, PipelinesWithoutMarksStayAsTheyWere) {
