@@ -75,14 +75,22 @@ struct TableRows {
     pipeline.add_custom_lowering_pass(new RecordFetches(fetches, marks_left));
     return pipeline;
   }
+
+  // The prefetches of the compiled pipeline, and whether any mark is left.
+  struct Compiled {
+    std::vector<Fetch> fetches;
+    bool marks_left = false;
+  };
+  Compiled compiled() {
+    Compiled result;
+    lowered(&result.fetches, &result.marks_left)
+        .compile_to_module({in, table}, "rows", get_host_target());
+    return result;
+  }
 };
 
 TEST(RowPrefetch, OnePrefetchPerLineOfEachMarkedRow) {
-  TableRows rows(true);
-  std::vector<Fetch> fetches;
-  bool marks_left = false;
-  rows.lowered(&fetches, &marks_left)
-      .compile_to_module({rows.in, rows.table}, "rows", get_host_target());
+  const auto [fetches, marks_left] = TableRows(true).compiled();
   EXPECT_FALSE(marks_left);
   ASSERT_EQ(fetches.size(), 8u);  // 512 bytes, 64 a line
   for (size_t line = 0; line < fetches.size(); ++line) {
@@ -95,11 +103,7 @@ TEST(RowPrefetch, OnePrefetchPerLineOfEachMarkedRow) {
 }
 
 TEST(RowPrefetch, VectorizedMarksFetchEachLanesRow) {
-  TableRows rows(true, 4);
-  std::vector<Fetch> fetches;
-  bool marks_left = false;
-  rows.lowered(&fetches, &marks_left)
-      .compile_to_module({rows.in, rows.table}, "rows", get_host_target());
+  const auto [fetches, marks_left] = TableRows(true, 4).compiled();
   EXPECT_FALSE(marks_left);
   EXPECT_EQ(fetches.size(), 4u * 8u);
 }
@@ -122,11 +126,7 @@ TEST(RowPrefetch, MarksAreZeroAndTheRowsReadAsWithout) {
 }
 
 TEST(RowPrefetch, PipelinesWithoutMarksStayAsTheyWere) {
-  TableRows rows(false);
-  std::vector<Fetch> fetches;
-  bool marks_left = false;
-  rows.lowered(&fetches, &marks_left)
-      .compile_to_module({rows.in, rows.table}, "rows", get_host_target());
+  const auto [fetches, marks_left] = TableRows(false).compiled();
   EXPECT_TRUE(fetches.empty());
   EXPECT_FALSE(marks_left);
 }
