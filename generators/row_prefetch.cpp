@@ -11,7 +11,6 @@ using namespace Halide::Internal;
 using Halide::Expr;
 
 constexpr char kMarker[] = "attnforge_prefetch_rows";
-constexpr int kLineBytes = 64;
 constexpr size_t kArgsPerRow = 4;  // buffer name, offset, elements, element bytes
 
 using Lets = std::vector<std::pair<std::string, Expr>>;
@@ -68,7 +67,7 @@ Stmt prefetches_of(const FindMarkers::Found& marker) {
     const Expr offset = args[a + 1];
     for (int lane = 0; lane < offset.type().lanes(); ++lane) {
       const Expr start = offset.type().is_vector() ? extract_lane(offset, lane) : offset;
-      for (int element = 0; element < elements; element += kLineBytes / bytes) {
+      for (int element = 0; element < elements; element += kCacheLineBytes / bytes) {
         fetches.push_back(
             Evaluate::make(Call::make(Halide::UInt(8 * bytes), Call::prefetch,
                                       {base, simplify(start + element), 1, 1}, Call::Intrinsic)));

@@ -12,6 +12,9 @@
 
 namespace attnforge {
 
+// Each row is prefetched one line of this many bytes at a time.
+constexpr int kCacheLineBytes = 64;
+
 // `elements` elements from element `offset` of `buffer` (its storage order).
 struct BufferRow {
   Halide::Parameter buffer;

@@ -244,10 +244,9 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   Expr logit = tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
   if (shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
     const Expr ahead = tile.key(j + shape.prefetch_keys_ahead);
-    f.row_prefetch(t.jj, t.kb, v.h, v.b) =
-        prefetch_rows({{in.k_pages, in.k_row(ahead, kvh, v.b), spec.head_dim},
-                       {in.v_pages, in.v_row(ahead, kvh, v.b), spec.head_dim}});
-    logit += f.row_prefetch(t.jj, t.kb, v.h, v.b);
+    f.key_prefetch(t.jj, t.kb, v.h, v.b) =
+        prefetch_rows({{in.k_pages, in.k_row(ahead, kvh, v.b), spec.head_dim}});
+    logit += f.key_prefetch(t.jj, t.kb, v.h, v.b);
   }
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) = logit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
@@ -273,9 +272,17 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     // Packed, a thread computes P.V a chunk of the state at a time, and the
     // chunk of the sum and max rounds up past head_dim: it reads the last column.
     const Expr d = shape.packed_state ? Halide::min(v.d, spec.head_dim - 1) : Expr(v.d);
-    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
-        f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) *
-        AttentionTerms::to_f32(in.v(d, block_key, kvh, v.b));
+    Expr value = AttentionTerms::to_f32(in.v(d, block_key, kvh, v.b));
+    if (shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
+      // Per line, so that a tile of P.V prefetches the lines it reads: V's
+      // rows, read a strip at a time, are evicted before another strip's loop.
+      const int line = kCacheLineBytes / storage_type_of(spec.dtype).bytes();
+      const Expr ahead = tile.key(j + shape.prefetch_values_ahead);
+      f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
+          prefetch_rows({{in.v_pages, in.v_row(ahead, kvh, v.b) + v.d * line, line}});
+      value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);
+    }
+    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) * value;
   }
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
 

@@ -48,9 +48,11 @@ struct TileShape {
   // blocks key padding leaves), so the key loop's bounds read no key length:
   // Halide 21's lowering of one-warp blocks loses symbols where they do.
   bool skip_at_any_length = false;
-  // online, paged caches: each key block's loop prefetches the K and V rows
-  // this many keys ahead (AttentionInputs::k_row); 0: none.
+  // online, paged caches (AttentionInputs::k_row): q.k prefetches the K row
+  // this many keys ahead, and P.V the lines of the V row it reads this many
+  // keys ahead; 0: none.
   int prefetch_keys_ahead = 0;
+  int prefetch_values_ahead = 0;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
@@ -90,9 +92,11 @@ struct OnlineFuncs : QueryTileFuncs {
   // bf16_pairs: (p, ii, jh, kb, it, h, b) bf16 probability of key jj = 2 jh + p,
   // and (p, d, jh, kb, h, b) that key's V row, pairs of keys interleaved.
   Halide::Func prob_pairs{"prob_pairs"}, v_pairs{"v_pairs"};
-  // (jj, kb, h, b) 0, prefetching the K and V rows prefetch_keys_ahead keys
-  // past key jj (row_prefetch.h); logits read it. Only with that shape.
-  Halide::Func row_prefetch{"row_prefetch"};
+  // Only with a shape that prefetches (row_prefetch.h), each 0: (jj, kb, h, b)
+  // prefetching the K row prefetch_keys_ahead keys past key jj, read by
+  // logits; (line, jj, kb, h, b) prefetching cache line `line` of the V row
+  // prefetch_values_ahead keys past it, read by P.V with the V elements of that line.
+  Halide::Func key_prefetch{"key_prefetch"}, value_prefetch{"value_prefetch"};
   // (d, ii, ks, it, h, b) Tuple(acc, max, sum); packed: (e, ii, ks, it, h, b)
   // with e < head_dim the accumulator, e == sum_at() the sum, e == max_at() the max.
   Halide::Func state{"state"};

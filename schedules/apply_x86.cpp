@@ -108,7 +108,9 @@ struct SoftmaxStages {
   // innermost, over_dim and pv_keys their outer loops), with P and V packed in pairs.
   RVar dim_pair = {}, key_pair = {}, pv_keys = {};
   Func prob_pairs = {}, v_pairs = {};
-  Func row_prefetch = {};  // a paged cache's rows ahead, where the form has them
+  // A paged cache's K rows (per key) and V lines (per line of P.V's tile) ahead,
+  // where the form has them.
+  Func key_prefetch = {}, value_prefetch = {};
 };
 
 // A row max or sum: a reduction over keys, vectorized across rows; or, where
@@ -169,8 +171,8 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
     logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_rows(s) / s.register_vectors,
                     Halide::PrefetchBoundStrategy::NonFaulting);
   }
-  if (st.row_prefetch.defined()) {  // a paged cache: K and V rows, each once per key
-    Func(st.row_prefetch).compute_at(logits, ko).unroll(key);
+  if (st.key_prefetch.defined()) {  // a paged cache: each K row once
+    Func(st.key_prefetch).compute_at(logits, ko).unroll(key);
   }
   // The horizontal sum in two steps: the vector's four quarters added as
   // vectors, then the lanes of one quarter as scalars. A single vector
@@ -271,6 +273,9 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
     Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
                                       prefetch_rows(s), Halide::PrefetchBoundStrategy::NonFaulting);
   }
+  if (st.value_prefetch.defined()) {  // a paged cache: the lines of V each tile reads
+    Func(st.value_prefetch).compute_at(Func(st.pv_sum), st.over_keys).unroll(p.vars.d);
+  }
 }
 
 LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
@@ -309,7 +314,8 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
     stages.prob_pairs = f.prob_pairs;
     stages.v_pairs = f.v_pairs;
   }
-  stages.row_prefetch = f.row_prefetch;
+  stages.key_prefetch = f.key_prefetch;
+  stages.value_prefetch = f.value_prefetch;
   schedule_softmax_stages(s, stages, LoopLevel(f.state, rb), p, head_dim);
   return tile;
 }
