@@ -19,8 +19,8 @@ namespace attnforge::bench {
 
 namespace {
 
-// Turns in which the implementations of a case are timed (timing.h).
-constexpr int kRounds = 4;
+// Turns in which the implementations of a shape are timed (timing.h).
+constexpr int kRounds = 8;
 
 }  // namespace
 
@@ -36,7 +36,8 @@ struct Impl {
 struct Case {
   AttentionSpec spec;
   Shape shape;
-  BenchRow where;  // spec and shape labels for rows and messages
+  int shape_index = 0;  // cases of one add_shape are timed together
+  BenchRow where;       // spec and shape labels for rows and messages
   double flops = 0.0;
   double bytes = 0.0;               // attention_bytes() where memory-bound (few query rows), else 0
   std::unique_ptr<BenchInputs> in;  // impls point into it
@@ -80,6 +81,7 @@ void ScheduleBench::add_shape(const Shape& shape) {
     auto c = std::make_unique<Case>();
     c->spec = AttentionSpec::parse(text);
     c->shape = shape;
+    c->shape_index = shapes_added_;
     c->shape.heads = c->spec.heads;
     c->shape.head_dim = c->spec.head_dim;
     c->where.spec = c->spec.to_string();
@@ -98,6 +100,7 @@ void ScheduleBench::add_shape(const Shape& shape) {
     }
     cases_.push_back(std::move(c));
   }
+  ++shapes_added_;
 }
 
 // Thread counts outermost and ascending: Halide's thread pool only grows
@@ -108,9 +111,11 @@ void ScheduleBench::run() {
   options_.threads.erase(std::unique(options_.threads.begin(), options_.threads.end()),
                          options_.threads.end());
   for (int t : options_.threads) {
-    for (auto& c : cases_) {
-      fmt::print(stderr, "{} {}, {} threads:\n", c->where.spec, c->where.shape, t);
-      run_case(*c, t);
+    for (size_t first = 0; first < cases_.size();) {
+      size_t end = first + 1;
+      while (end < cases_.size() && cases_[end]->shape_index == cases_[first]->shape_index) ++end;
+      run_shape(first, end, t);
+      first = end;
     }
   }
 }
@@ -215,7 +220,8 @@ std::shared_ptr<JitAttention> ScheduleBench::compiled(const AttentionSpec& spec,
   return kernel;
 }
 
-void ScheduleBench::run_case(Case& c, int threads) {
+// The naive row of a case, then the implementations whose output matches it.
+std::vector<const Impl*> ScheduleBench::checked_impls(Case& c, int threads) {
   BenchRow where = c.where;
   where.threads = threads;
   const Impl& naive = c.impls.front();  // its output is what every other must match
@@ -229,13 +235,12 @@ void ScheduleBench::run_case(Case& c, int threads) {
     }
   } catch (const std::exception& error) {
     skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
-    return;  // no baseline at this thread count
+    return {};  // no baseline at this thread count
   }
-  const double naive_ms = c.naive_timing->median_ms;
-  c.rows.push_back(make_row(where, *c.naive_timing, c, naive_ms));
+  c.rows.push_back(make_row(where, *c.naive_timing, c, c.naive_timing->median_ms));
 
-  // Each checked once on NaN-filled output, then the correct ones timed in turns.
-  std::vector<const Impl*> timed;
+  // Each checked once on NaN-filled output.
+  std::vector<const Impl*> correct;
   for (size_t n = 1; n < c.impls.size(); ++n) {
     const Impl& impl = c.impls[n];
     where.impl = impl.name;
@@ -246,7 +251,7 @@ void ScheduleBench::run_case(Case& c, int threads) {
       c.in->read_output();
       const autotune::CheckResult check = check_output(c.in->out, c.in->expected, c.spec.dtype);
       if (check.ok) {
-        timed.push_back(&impl);
+        correct.push_back(&impl);
       } else {
         skip(where, std::to_string(threads), "WRONG: " + check.detail);
       }
@@ -254,14 +259,37 @@ void ScheduleBench::run_case(Case& c, int threads) {
       skip(where, std::to_string(threads), fmt::format("run failed: {}", error.what()));
     }
   }
+  return correct;
+}
+
+// Every correct implementation of every spec at one shape, timed in the same
+// turns: a ratio across specs (a paged cache against a contiguous one) then
+// compares runs under the same load, as a ratio within one spec does.
+void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
+  std::vector<std::pair<Case*, const Impl*>> timed;
+  for (size_t n = first; n < end; ++n) {
+    Case& c = *cases_[n];
+    fmt::print(stderr, "{} {}, {} threads:\n", c.where.spec, c.where.shape, threads);
+    for (const Impl* impl : checked_impls(c, threads)) timed.emplace_back(&c, impl);
+  }
   std::vector<std::function<void()>> runs;
-  for (const Impl* impl : timed) runs.push_back(impl->run);
+  for (const auto& [c, impl] : timed) runs.push_back(impl->run);
   const std::vector<Timing> timings = time_interleaved(runs, kRounds, options_.timing);
   for (size_t n = 0; n < timed.size(); ++n) {
-    where.impl = timed[n]->name;
-    c.rows.push_back(make_row(where, timings[n], c, naive_ms));
+    const auto& [c, impl] = timed[n];
+    BenchRow where = c->where;
+    where.threads = threads;
+    where.impl = impl->name;
+    c->rows.push_back(make_row(where, timings[n], *c, c->naive_timing->median_ms));
   }
-  if (!options_.torch_python.empty()) run_torch(c, where, naive_ms);
+  if (options_.torch_python.empty()) return;
+  for (size_t n = first; n < end; ++n) {
+    Case& c = *cases_[n];
+    if (!c.naive_timing) continue;
+    BenchRow where = c.where;
+    where.threads = threads;
+    run_torch(c, where, c.naive_timing->median_ms);
+  }
 }
 
 void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {

@@ -38,6 +38,7 @@ struct Skipped {
 };
 
 struct Case;
+struct Impl;
 
 class ScheduleBench {
  public:
@@ -61,7 +62,8 @@ class ScheduleBench {
  private:
   void skip(const BenchRow& where, const std::string& threads, const std::string& reason);
   void build_impls(Case& c);
-  void run_case(Case& c, int threads);
+  std::vector<const Impl*> checked_impls(Case& c, int threads);
+  void run_shape(size_t first, size_t end, int threads);
   void run_torch(Case& c, BenchRow where, double naive_ms);
   BenchRow make_row(BenchRow row, const Timing& timing, const Case& c, double naive_ms) const;
   // Halide's JIT target: the host.
@@ -74,6 +76,7 @@ class ScheduleBench {
 
   std::map<std::pair<std::string, std::string>, std::shared_ptr<JitAttention>> kernels_;
   std::vector<std::unique_ptr<Case>> cases_;
+  int shapes_added_ = 0;
   std::vector<Skipped> skipped_;
 };
 

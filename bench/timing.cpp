@@ -46,14 +46,19 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& r
                                      const TimingOptions& options) {
   for (const auto& run : runs) run();
   std::vector<std::vector<double>> samples(runs.size());
+  // Each round takes its share of the time and of the repeats: a fast run
+  // that took all of max_repeats in the first round would leave the later
+  // rounds one sample each, and the turns would no longer interleave.
   const double share = options.min_seconds / std::max(1, rounds);
+  const int repeats = std::max(1, options.max_repeats / std::max(1, rounds));
   for (int round = 0; round < rounds; ++round) {
     for (size_t n = 0; n < runs.size(); ++n) {
       double total = 0.0;
+      int taken = 0;
       do {
         samples[n].push_back(timed_seconds(runs[n]));
         total += samples[n].back();
-      } while (total < share && static_cast<int>(samples[n].size()) < options.max_repeats);
+      } while (total < share && ++taken < repeats);
     }
   }
   std::vector<Timing> timings;

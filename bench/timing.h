@@ -28,9 +28,9 @@ struct Timing {
 Timing time_runs(const std::function<void()>& run, const TimingOptions& options = {});
 
 // Several implementations timed in turns: after one warm-up each, `rounds`
-// rounds in which each runs for its share of options.min_seconds (at least
-// once). A machine whose speed drifts (a shared host) then shifts every
-// implementation alike instead of whichever was timed during a slow spell.
+// rounds in which each runs for its share of options.min_seconds, or of
+// options.max_repeats if that comes first (at least once). A machine whose speed drifts (a shared
+// host) then shifts every implementation alike instead of whichever was timed during a slow spell.
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int rounds,
                                      const TimingOptions& options = {});
 
