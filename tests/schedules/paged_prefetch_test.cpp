@@ -1,0 +1,97 @@
+// A paged cache's decoding kernel prefetches through its page table: each K
+// row in q.k's loop, and in P.V's loop the lines of V that its tile reads (V
+// prefetched with K is evicted before P.V reads it), for f32 and bf16 caches.
+#include <Halide.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "generators/attention_terms.h"
+#include "generators/row_prefetch.h"
+#include "schedules/schedule.h"
+#include "schedules/schedule_choice.h"
+#include "spec/attention_spec.h"
+#include "tests/support/host_presets.h"
+
+namespace attnforge {
+namespace {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+struct Prefetch {
+  std::string buffer, loop;  // the innermost loop around it
+};
+
+class RecordPrefetchLoops : public IRMutator {
+ public:
+  explicit RecordPrefetchLoops(std::vector<Prefetch>* found) : found_(found) {}
+
+ private:
+  using IRMutator::visit;
+  std::vector<Prefetch>* found_;
+  std::vector<std::string> loops_;
+
+  Stmt visit(const For* op) override {
+    loops_.push_back(op->name);
+    Stmt result = IRMutator::visit(op);
+    loops_.pop_back();
+    return result;
+  }
+  Expr visit(const Call* op) override {
+    if (op->is_intrinsic(Call::prefetch)) {
+      found_->push_back({op->args[0].as<Variable>()->name, loops_.empty() ? "" : loops_.back()});
+    }
+    return IRMutator::visit(op);
+  }
+};
+
+std::vector<Prefetch> prefetches_of(const std::string& spec, const std::string& schedule) {
+  const Target host = get_host_target();
+  auto generator = GeneratorRegistry::create("attention", GeneratorContext(host));
+  generator->set_generatorparam_value("spec", spec);
+  generator->set_generatorparam_value("schedule", schedule);
+  Pipeline pipeline = generator->build_pipeline();
+  std::vector<Prefetch> found;
+  pipeline.add_custom_lowering_pass(new RecordPrefetchLoops(&found));
+  pipeline.compile_to_module(pipeline.infer_arguments(), "attention", host);
+  return found;
+}
+
+// Loops are named after their Func: "pv_sum$2.s1.over_block$x".
+bool in_loop_of(const Prefetch& prefetch, const std::string& func) {
+  return prefetch.loop.rfind(func, 0) == 0;
+}
+
+TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
+  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
+  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const schedules::Schedule schedule = schedules::resolve_schedule(decode);
+  for (const char* text :
+       {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.bf16"}) {
+    SCOPED_TRACE(text);
+    const AttentionSpec spec = AttentionSpec::parse(text);
+    const int bytes = storage_type_of(spec.dtype).bytes();
+    int keys = 0, values = 0;
+    for (const Prefetch& prefetch : prefetches_of(text, decode)) {
+      if (prefetch.buffer == "k") {
+        EXPECT_TRUE(in_loop_of(prefetch, "logits")) << prefetch.loop;
+        ++keys;
+      } else {
+        ASSERT_EQ(prefetch.buffer, "v");
+        EXPECT_TRUE(in_loop_of(prefetch, "pv_sum")) << prefetch.loop;
+        ++values;
+      }
+    }
+    // Whole K rows for each key of q.k's unrolled tile; one tile's V lines.
+    const int row_lines = spec.head_dim * bytes / kCacheLineBytes;
+    EXPECT_EQ(keys, schedule.register_vectors * row_lines);
+    const int tile_bytes =
+        schedules::effective_pv_vectors(schedule) * schedule.vector_width * bytes;
+    EXPECT_EQ(values, tile_bytes / kCacheLineBytes);
+  }
+}
+
+}  // namespace
+}  // namespace attnforge
