@@ -128,14 +128,6 @@ void schedule_row_statistic(const Schedule& s, Func stat, Func lanes, const Soft
   lanes.update().reorder(ii, lane, st.over_groups).vectorize(ii, s.vector_width).unroll(lane);
 }
 
-// K and V are prefetched as they stream, each row this many rows before it
-// is read: one prefetch per cache line, spread over the block's loads. (A
-// prefetch of a whole block at the block loop gets an empty region from
-// Halide 21 whenever the block's bounds are let-bound in its body.)
-int prefetch_rows(const Schedule& s) {
-  return s.prefetch_blocks * s.key_block;
-}
-
 // q.k along the head dim: per tile of register_rows rows x register_vectors
 // keys, vector partial sums over the head dim (an rfactor), then one
 // horizontal sum per score. Logits are stored key-innermost for the
@@ -167,8 +159,11 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .vectorize(lane)
       .unroll(pii)
       .unroll(pki);
+  // K streams with one prefetch per cache line, spread over the block's loads.
+  // (A prefetch of a whole block at the block loop gets an empty region from
+  // Halide 21 whenever the block's bounds are let-bound in its body.)
   if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
-    logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_rows(s) / s.register_vectors,
+    logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_keys_ahead(s) / s.register_vectors,
                     Halide::PrefetchBoundStrategy::NonFaulting);
   }
   if (st.key_prefetch.defined()) {  // a paged cache: each K row once
@@ -271,7 +266,8 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
   if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined()) {
     Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
-                                      prefetch_rows(s), Halide::PrefetchBoundStrategy::NonFaulting);
+                                      prefetch_keys_ahead(s),
+                                      Halide::PrefetchBoundStrategy::NonFaulting);
   }
   if (st.value_prefetch.defined()) {  // a paged cache: the lines of V each tile reads
     Func(st.value_prefetch).compute_at(Func(st.pv_sum), st.over_keys).unroll(p.vars.d);

@@ -73,6 +73,10 @@ bool is_gpu_schedule(const Schedule& s) {
   return s.gpu_threads_x != 0 || s.gpu_threads_y != 0;
 }
 
+int prefetch_keys_ahead(const Schedule& s) {
+  return s.prefetch_blocks * s.key_block;
+}
+
 int effective_pv_rows(const Schedule& s) {
   return s.pv_rows == 0 ? s.register_rows : s.pv_rows;
 }

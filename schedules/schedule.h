@@ -71,8 +71,7 @@ struct Schedule {
   DotAxis dot_axis = DotAxis::queries;  // CPU
   // CPU, online form with dot_axis head_dim: prefetch K and V this many key
   // blocks ahead of the rows being read (0: none), a cache line at a time
-  // as the rows stream. A paged cache is read through its table and is not
-  // prefetched.
+  // as the rows stream; a paged cache's rows through its table.
   int prefetch_blocks = 0;
   // CPU, online form, bf16 storage: q.k and P.V as bf16 dot products that
   // accumulate in f32 (vdpbf16ps: two multiply-adds per f32 lane where an FMA
@@ -110,6 +109,9 @@ Schedule canonical(Schedule schedule);
 // The P.V register tile in effect: pv_rows / pv_vectors, or the q.k tile's where 0.
 int effective_pv_rows(const Schedule& schedule);
 int effective_pv_vectors(const Schedule& schedule);
+
+// How many keys ahead of the rows being read K and V are prefetched (0: none).
+int prefetch_keys_ahead(const Schedule& schedule);
 
 // Whether the schedule is for a GPU (it sets the thread knobs).
 bool is_gpu_schedule(const Schedule& schedule);

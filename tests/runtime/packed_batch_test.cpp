@@ -113,6 +113,53 @@ TEST(PackedBatch, DecodeAndChunksAlignBottomRightPerSequence) {
   EXPECT_EQ(choice.spec, "causal.br.alibi.mha2.d32.f32");
 }
 
+// Each sequence runs the kernel of its own shape on its rows of the packed
+// memory: its output is bit for bit that of the sequence in tensors of its
+// own, and gaps between the output's rows are never written.
+TEST(PackedBatch, EachSequenceEqualsItsOwnRunAndGapsInOutAreUntouched) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.gqa8x2.d64.f32");
+  const int h = spec.heads, h_kv = spec.kv_heads, d = spec.head_dim, gap = 3;
+  const std::vector<std::pair<int, int>> lengths = {{130, 130}, {63, 63}, {64, 64}, {200, 200}};
+  PackedCall call(spec, lengths);
+  const int total = call.q_offsets.back(), row = h * d + gap;
+  constexpr float kGap = 7.0f;
+  std::vector<float> out(size_t(total) * row, kGap);
+  call.tout = TensorView::strided(out.data(), ElementType::f32, {1, h, total, d},
+                                  {int64_t(total) * row, d, row, 1});
+  Status status = call.run();
+  ASSERT_TRUE(status.ok()) << status.message;
+  for (int i = 0; i < total; ++i)
+    for (int e = h * d; e < row; ++e) ASSERT_EQ(out[size_t(i) * row + e], kGap) << "row " << i;
+
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const int first = call.q_offsets[s], length = lengths[s].first;
+    auto dense = [&](const std::vector<float>& packed, int heads) {
+      std::vector<float> rows(size_t(length) * heads * d);
+      for (int i = 0; i < length; ++i)
+        for (int j = 0; j < heads; ++j)
+          for (int e = 0; e < d; ++e)
+            rows[(size_t(j) * length + i) * d + e] =
+                packed[(size_t(first + i) * heads + j) * d + e];
+      return rows;
+    };
+    std::vector<float> q = dense(call.q, h), k = dense(call.k, h_kv), v = dense(call.v, h_kv),
+                       alone(q.size(), NAN);
+    status = attention(TensorView::contiguous(q.data(), ElementType::f32, {1, h, length, d}),
+                       TensorView::contiguous(k.data(), ElementType::f32, {1, h_kv, length, d}),
+                       TensorView::contiguous(v.data(), ElementType::f32, {1, h_kv, length, d}),
+                       TensorView::contiguous(alone.data(), ElementType::f32, {1, h, length, d}),
+                       mask_options(spec));
+    ASSERT_TRUE(status.ok()) << status.message;
+    for (int i = 0; i < length; ++i)
+      for (int j = 0; j < h; ++j)
+        for (int e = 0; e < d; ++e) {
+          ASSERT_EQ(out[size_t(first + i) * row + j * d + e],
+                    alone[(size_t(j) * length + i) * d + e])
+              << "sequence " << s << " query " << i << " head " << j << " element " << e;
+        }
+  }
+}
+
 TEST(PackedBatch, BadOffsetsAreNamedAndOutIsUntouched) {
   const AttentionSpec spec = AttentionSpec::parse("causal.gqa8x2.d64.f32");
   struct Bad {
