@@ -13,11 +13,15 @@ double timed_seconds(const std::function<void()>& run) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double median_of_sorted(const std::vector<double>& x) {
+  const size_t n = x.size();
+  return n % 2 == 1 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 Timing summarize(std::vector<double> seconds) {
   std::sort(seconds.begin(), seconds.end());
-  const size_t n = seconds.size();
-  double median = n % 2 == 1 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
-  return {median * 1e3, seconds.front() * 1e3, seconds.back() * 1e3, static_cast<int>(n)};
+  return {median_of_sorted(seconds) * 1e3, seconds.front() * 1e3, seconds.back() * 1e3,
+          static_cast<int>(seconds.size())};
 }
 
 }  // namespace
@@ -45,7 +49,7 @@ Timing time_runs(const std::function<void()>& run, const TimingOptions& options)
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int rounds,
                                      const TimingOptions& options) {
   for (const auto& run : runs) run();
-  std::vector<std::vector<double>> samples(runs.size());
+  std::vector<std::vector<double>> samples(runs.size()), round_ms(runs.size());
   // Each round takes its share of the time and of the repeats: a fast run
   // that took all of max_repeats in the first round would leave the later
   // rounds one sample each, and the turns would no longer interleave.
@@ -53,17 +57,34 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& r
   const int repeats = std::max(1, options.max_repeats / std::max(1, rounds));
   for (int round = 0; round < rounds; ++round) {
     for (size_t n = 0; n < runs.size(); ++n) {
+      std::vector<double> round;
       double total = 0.0;
-      int taken = 0;
       do {
-        samples[n].push_back(timed_seconds(runs[n]));
-        total += samples[n].back();
-      } while (total < share && ++taken < repeats);
+        round.push_back(timed_seconds(runs[n]));
+        total += round.back();
+      } while (total < share && static_cast<int>(round.size()) < repeats);
+      samples[n].insert(samples[n].end(), round.begin(), round.end());
+      std::sort(round.begin(), round.end());
+      round_ms[n].push_back(median_of_sorted(round) * 1e3);
     }
   }
   std::vector<Timing> timings;
-  for (auto& seconds : samples) timings.push_back(summarize(std::move(seconds)));
+  for (size_t n = 0; n < runs.size(); ++n) {
+    timings.push_back(summarize(std::move(samples[n])));
+    timings.back().round_ms = std::move(round_ms[n]);
+  }
   return timings;
+}
+
+RoundRatio round_ratio(const Timing& a, const Timing& b) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < std::min(a.round_ms.size(), b.round_ms.size()); ++r) {
+    ratios.push_back(a.round_ms[r] / b.round_ms[r]);
+  }
+  if (ratios.empty()) return {};
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  return {median_of_sorted(ratios), ratios[n / 4], ratios[std::min(n - 1, 3 * n / 4)]};
 }
 
 }  // namespace attnforge::bench

@@ -23,7 +23,17 @@ struct Timing {
   double min_ms = 0.0;
   double max_ms = 0.0;
   int repeats = 0;
+  std::vector<double> round_ms;  // time_interleaved: the median of each round
 };
+
+// a / b for two implementations timed in the same turns: the median and
+// quartiles of their per-round ratios. A host whose speed drifts from round
+// to round moves both alike within one round, so this is steadier than the
+// ratio of their medians.
+struct RoundRatio {
+  double median = 0.0, low = 0.0, high = 0.0;
+};
+RoundRatio round_ratio(const Timing& a, const Timing& b);
 
 Timing time_runs(const std::function<void()>& run, const TimingOptions& options = {});
 

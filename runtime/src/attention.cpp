@@ -11,6 +11,7 @@
 #include "halide_tensor.h"
 #include "kernel_call.h"
 #include "kernel_registry.h"
+#include "packed_staging.h"
 #include "spec/cuda_register_limit.h"
 #include "spec/kernel_arguments.h"
 
@@ -133,7 +134,8 @@ Status attention_packed(const TensorView& q, const TensorView& k, const TensorVi
   for (size_t s = 0; s < sequences.size(); ++s) {
     const Sequence& x = sequences[s];
     if (!kernels[s]) continue;
-    status = run(calls[s], kernels[s], x.q, x.k, x.v, x.out, each);
+    const runtime::StagedKeysAndValues staged(x.q, x.k, x.v);
+    status = run(calls[s], kernels[s], x.q, staged.k, staged.v, x.out, each);
     if (!status.ok()) return in_sequence(s, status);
   }
   return Status::success();

@@ -46,5 +46,32 @@ TEST(TimeInterleaved, EveryRunIsTimedInEveryRoundWhateverItsRepeats) {
   for (const Timing& timing : calls.timings) EXPECT_EQ(timing.repeats, 4);
 }
 
+TEST(TimeInterleaved, EachRunKeepsOneMedianPerRound) {
+  TimingOptions options;
+  options.min_seconds = 60.0;
+  options.max_repeats = 12;
+  const Calls calls = interleave(2, 3, options);
+  for (const Timing& timing : calls.timings) {
+    ASSERT_EQ(timing.round_ms.size(), 3u);
+    for (double ms : timing.round_ms) {
+      EXPECT_GE(ms, timing.min_ms);
+      EXPECT_LE(ms, timing.max_ms);
+    }
+  }
+}
+
+// Each round's ratio, then their median and quartiles: a round in which the
+// host ran twice as slow for both counts as the ratio it had.
+TEST(RoundRatio, MedianAndQuartilesOfThePerRoundRatios) {
+  Timing a, b;
+  a.round_ms = {11.0, 24.0, 10.5, 13.0, 12.0};
+  b.round_ms = {10.0, 20.0, 10.0, 10.0, 10.0};
+  const RoundRatio r = round_ratio(a, b);  // ratios 1.1 1.2 1.05 1.3 1.2
+  EXPECT_DOUBLE_EQ(r.median, 1.2);
+  EXPECT_DOUBLE_EQ(r.low, 1.1);
+  EXPECT_DOUBLE_EQ(r.high, 1.2);
+  EXPECT_EQ(round_ratio(a, Timing{}).median, 0.0);  // no rounds in common: no ratio
+}
+
 }  // namespace
 }  // namespace attnforge::bench
