@@ -39,6 +39,22 @@ double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_l
   return bytes;
 }
 
+void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& timings) {
+  for (size_t n = 0; n < rows.size(); ++n) {
+    AttentionSpec contiguous = AttentionSpec::parse(rows[n].spec);
+    if (!contiguous.paged()) continue;
+    contiguous.page_size = 0;
+    const std::string peer = contiguous.to_string();
+    for (size_t m = 0; m < rows.size(); ++m) {
+      const BenchRow& other = rows[m];
+      if (other.spec == peer && other.shape == rows[n].shape && other.impl == rows[n].impl &&
+          other.threads == rows[n].threads) {
+        rows[n].vs_contiguous = round_ratio(timings[n], timings[m]).median;
+      }
+    }
+  }
+}
+
 void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
   json = {{"spec", row.spec},
           {"shape", row.shape},
@@ -50,7 +66,8 @@ void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
           {"gflops", row.gflops},
           {"pct_peak", row.pct_peak},
           {"speedup_vs_naive", row.speedup_vs_naive},
-          {"pct_bandwidth", row.pct_bandwidth}};
+          {"pct_bandwidth", row.pct_bandwidth},
+          {"vs_contiguous", row.vs_contiguous}};
 }
 
 void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows) {
@@ -68,9 +85,9 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     impl_w = std::max(impl_w, row.impl.size());
   }
   const std::string header = fmt::format(
-      "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}", "spec",
-      spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms", "max ms", "GFLOP/s",
-      "% peak", "vs naive", "% bw");
+      "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}  {:>9}",
+      "spec", spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms", "max ms",
+      "GFLOP/s", "% peak", "vs naive", "% bw", "vs contig");
   const std::string rule(header.size(), '-');
   fmt::print(stream, "{}\n", header);
   const BenchRow* previous = nullptr;
@@ -81,10 +98,11 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     fmt::print(
         stream,
         "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>8.2f}  {:>6.1f}  "
-        "{:>7.2f}x  {:>5}\n",
+        "{:>7.2f}x  {:>5}  {:>9}\n",
         row.spec, spec_w, row.shape, shape_w, row.impl, impl_w, row.threads, row.ms_median,
         row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive,
-        row.pct_bandwidth > 0 ? fmt::format("{:.1f}", row.pct_bandwidth) : "-");
+        row.pct_bandwidth > 0 ? fmt::format("{:.1f}", row.pct_bandwidth) : "-",
+        row.vs_contiguous > 0 ? fmt::format("{:.3f}x", row.vs_contiguous) : "-");
     previous = &row;
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "spec/attention_spec.h"
 
 namespace attnforge::bench {
@@ -26,6 +27,10 @@ struct BenchRow {
   // attention_bytes() over the median time, as a percent of the read
   // bandwidth measured in the same run; 0 for other rows.
   double pct_bandwidth = 0.0;
+  // Paged-cache rows: this time over the same implementation's on the same
+  // spec with a contiguous cache, as the median of the per-turn ratios (both
+  // timed in the same turns); 0 where that spec was not run.
+  double vs_contiguous = 0.0;
 };
 
 // Query rows up to which attention reads far more bytes than it computes FLOPs per byte.
@@ -46,6 +51,11 @@ double attention_flops(const AttentionSpec& spec, int batch, int q_len, int kv_l
 // some query sees (the union over one head's rows, by the position mask),
 // and a bias tensor's visible entries.
 double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_len);
+
+// Sets vs_contiguous on each paged row from the row of the same
+// implementation and thread count on its spec with a contiguous cache, where
+// there is one. rows[n] was timed as timings[n], all in the same turns.
+void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& timings);
 
 // An object with exactly the BenchRow field names as keys, in field order.
 void to_json(nlohmann::ordered_json& json, const BenchRow& row);

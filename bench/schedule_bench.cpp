@@ -275,13 +275,16 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
   std::vector<std::function<void()>> runs;
   for (const auto& [c, impl] : timed) runs.push_back(impl->run);
   const std::vector<Timing> timings = time_interleaved(runs, kRounds, options_.timing);
+  std::vector<BenchRow> rows;
   for (size_t n = 0; n < timed.size(); ++n) {
     const auto& [c, impl] = timed[n];
     BenchRow where = c->where;
     where.threads = threads;
     where.impl = impl->name;
-    c->rows.push_back(make_row(where, timings[n], *c, c->naive_timing->median_ms));
+    rows.push_back(make_row(where, timings[n], *c, c->naive_timing->median_ms));
   }
+  set_vs_contiguous(rows, timings);
+  for (size_t n = 0; n < timed.size(); ++n) timed[n].first->rows.push_back(rows[n]);
   if (options_.torch_python.empty()) return;
   for (size_t n = first; n < end; ++n) {
     Case& c = *cases_[n];

@@ -181,7 +181,9 @@ def main():
               "an FMA loop measured in the same run at the same thread count. Where a table has "
               "% bw (decoding: at most 16 query rows, memory-bound), it is the bytes attention "
               "must read and write over the median time, as a percent of the read bandwidth "
-              "measured in the same run.", ""]
+              "measured in the same run. Where it has vs contiguous (a paged KV cache), it is "
+              "the time over the same implementation's with a contiguous cache, the median of "
+              "their ratios in the turns they were timed in together.", ""]
     for (spec, shape, threads), group in by.items():
         lines += [f"## {case(spec, shape, threads)}", ""]
         mine = ours(group)
@@ -189,14 +191,17 @@ def main():
             lines.append(f"- {mine['impl']}: {ratio(reference, mine)} {label}"
                          + verdict(reference, mine, target))
         bandwidth = any(r.get("pct_bandwidth", 0) > 0 for r in group)
+        paged = any(r.get("vs_contiguous", 0) > 0 for r in group)
         lines += ["", "| implementation | median ms | min–max ms | GFLOP/s | % peak | vs naive |"
-                  + (" % bw |" if bandwidth else ""),
-                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if bandwidth else "")]
+                  + (" % bw |" if bandwidth else "") + (" vs contiguous |" if paged else ""),
+                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if bandwidth else "")
+                  + ("---:|" if paged else "")]
         for r in sorted(group, key=lambda r: r["ms_median"]):
             lines.append(f"| {r['impl']} | {r['ms_median']:.3f} | {r['ms_min']:.3f}–"
                          f"{r['ms_max']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | "
                          f"{r['speedup_vs_naive']:.1f}x |"
-                         + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else ""))
+                         + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else "")
+                         + (f" {r.get('vs_contiguous', 0):.2f}x |" if paged else ""))
         lines.append("")
     lines += ["## Charts", "", "![Speedup over the naive baseline](speedup.png)", "",
               "![Percent of the measured FMA peak](peak.png)", ""]

@@ -72,6 +72,24 @@ class ReportTest(unittest.TestCase):
             for chart in ("speedup.png", "peak.png"):
                 self.assertGreater(os.path.getsize(os.path.join(folder, chart)), 10000)
 
+    def test_paged_rows_show_their_time_against_the_contiguous_cache(self):
+        shape = "B1 H32 Lq1 Lk8192 D128"
+        contiguous = dict(row("decode_avx2", 7.0, shape=shape),
+                          spec="causal.br.kpad.gqa32x8.d128.f32")
+        paged = dict(row("decode_avx2", 9.1, shape=shape),
+                     spec="causal.br.kpad.page16.gqa32x8.d128.f32", vs_contiguous=1.3)
+        with tempfile.TemporaryDirectory() as folder:
+            bench = os.path.join(folder, "bench.json")
+            with open(bench, "w", encoding="utf-8") as out:
+                json.dump([contiguous, paged], out)
+            subprocess.run([sys.executable, SCRIPT, "--bench", bench, "--out", folder],
+                           check=True)
+            with open(os.path.join(folder, "index.md"), encoding="utf-8") as page:
+                text = page.read()
+        self.assertIn("| 9.100 |", text)
+        self.assertIn("| vs naive | vs contiguous |", text)
+        self.assertIn("| 44.0x | 1.30x |", text)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,45 @@
+// A paged row's vs_contiguous: the per-turn ratio to the same implementation
+// and thread count on the same spec with a contiguous cache, and nothing where
+// there is no such row.
+#include "bench/bench_rows.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace attnforge::bench {
+namespace {
+
+BenchRow row(const char* spec, const char* impl, int threads) {
+  BenchRow r;
+  r.spec = AttentionSpec::parse(spec).to_string();
+  r.shape = "B1 H4 Lq1 Lk256 D64";
+  r.impl = impl;
+  r.threads = threads;
+  return r;
+}
+
+Timing rounds(std::vector<double> ms) {
+  Timing t;
+  t.round_ms = std::move(ms);
+  return t;
+}
+
+TEST(VsContiguous, PagedRowsAgainstTheSameImplOnTheContiguousSpec) {
+  const char* paged = "causal.br.kpad.page16.gqa4x2.d64.f32";
+  const char* contiguous = "causal.br.kpad.gqa4x2.d64.f32";
+  std::vector<BenchRow> rows = {row(paged, "decode", 2), row(contiguous, "other", 2),
+                                row(contiguous, "decode", 2), row(paged, "other", 1),
+                                row(paged, "only_paged", 2)};
+  const std::vector<Timing> timings = {rounds({12, 26, 11}), rounds({1, 1, 1}),
+                                       rounds({10, 20, 10}), rounds({5, 5, 5}), rounds({7, 7, 7})};
+  set_vs_contiguous(rows, timings);
+  EXPECT_DOUBLE_EQ(rows[0].vs_contiguous, 1.2);  // ratios 1.2, 1.3, 1.1
+  EXPECT_EQ(rows[1].vs_contiguous, 0.0);         // contiguous rows have none
+  EXPECT_EQ(rows[2].vs_contiguous, 0.0);
+  EXPECT_EQ(rows[3].vs_contiguous, 0.0);  // "other" ran on 2 threads only
+  EXPECT_EQ(rows[4].vs_contiguous, 0.0);
+}
+
+}  // namespace
+}  // namespace attnforge::bench
