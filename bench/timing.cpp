@@ -57,15 +57,15 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& r
   const int repeats = std::max(1, options.max_repeats / std::max(1, rounds));
   for (int round = 0; round < rounds; ++round) {
     for (size_t n = 0; n < runs.size(); ++n) {
-      std::vector<double> round;
+      std::vector<double> this_round;
       double total = 0.0;
       do {
-        round.push_back(timed_seconds(runs[n]));
-        total += round.back();
-      } while (total < share && static_cast<int>(round.size()) < repeats);
-      samples[n].insert(samples[n].end(), round.begin(), round.end());
-      std::sort(round.begin(), round.end());
-      round_ms[n].push_back(median_of_sorted(round) * 1e3);
+        this_round.push_back(timed_seconds(runs[n]));
+        total += this_round.back();
+      } while (total < share && static_cast<int>(this_round.size()) < repeats);
+      samples[n].insert(samples[n].end(), this_round.begin(), this_round.end());
+      std::sort(this_round.begin(), this_round.end());
+      round_ms[n].push_back(median_of_sorted(this_round) * 1e3);
     }
   }
   std::vector<Timing> timings;
@@ -84,7 +84,8 @@ RoundRatio round_ratio(const Timing& a, const Timing& b) {
   if (ratios.empty()) return {};
   std::sort(ratios.begin(), ratios.end());
   const size_t n = ratios.size();
-  return {median_of_sorted(ratios), ratios[n / 4], ratios[std::min(n - 1, 3 * n / 4)]};
+  const size_t quarter = (n - 1) / 4;  // the same rank from either end
+  return {median_of_sorted(ratios), ratios[quarter], ratios[n - 1 - quarter]};
 }
 
 }  // namespace attnforge::bench

@@ -163,7 +163,7 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   // (A prefetch of a whole block at the block loop gets an empty region from
   // Halide 21 whenever the block's bounds are let-bound in its body.)
   if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
-    logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_keys_ahead(s) / s.register_vectors,
+    logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_distance(s) / s.register_vectors,
                     Halide::PrefetchBoundStrategy::NonFaulting);
   }
   if (st.key_prefetch.defined()) {  // a paged cache: each K row once
@@ -266,7 +266,7 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
   if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined()) {
     Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
-                                      prefetch_keys_ahead(s),
+                                      prefetch_distance(s),
                                       Halide::PrefetchBoundStrategy::NonFaulting);
   }
   if (st.value_prefetch.defined()) {  // a paged cache: the lines of V each tile reads

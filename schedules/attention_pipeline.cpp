@@ -39,7 +39,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
     constexpr int kKeyPrefetchBytes = 8 * 1024;
     const int row_bytes = spec.head_dim * storage_type_of(spec.dtype).bytes();
     shape.prefetch_keys_ahead = std::max(1, kKeyPrefetchBytes / row_bytes);
-    shape.prefetch_values_ahead = prefetch_keys_ahead(schedule);
+    shape.prefetch_values_ahead = prefetch_distance(schedule);
   }
   p.grouped_heads = shape.grouped_heads;
   switch (schedule.form) {

@@ -73,7 +73,7 @@ bool is_gpu_schedule(const Schedule& s) {
   return s.gpu_threads_x != 0 || s.gpu_threads_y != 0;
 }
 
-int prefetch_keys_ahead(const Schedule& s) {
+int prefetch_distance(const Schedule& s) {
   return s.prefetch_blocks * s.key_block;
 }
 

@@ -110,8 +110,9 @@ Schedule canonical(Schedule schedule);
 int effective_pv_rows(const Schedule& schedule);
 int effective_pv_vectors(const Schedule& schedule);
 
-// How many keys ahead of the rows being read K and V are prefetched (0: none).
-int prefetch_keys_ahead(const Schedule& schedule);
+// How many keys ahead of the rows being read K and V are prefetched (0: none;
+// a paged cache's K rows go by bytes instead, see attention_pipeline.cpp).
+int prefetch_distance(const Schedule& schedule);
 
 // Whether the schedule is for a GPU (it sets the thread knobs).
 bool is_gpu_schedule(const Schedule& schedule);

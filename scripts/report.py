@@ -201,7 +201,8 @@ def main():
                          f"{r['ms_max']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | "
                          f"{r['speedup_vs_naive']:.1f}x |"
                          + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else "")
-                         + (f" {r.get('vs_contiguous', 0):.2f}x |" if paged else ""))
+                         + ((f" {r['vs_contiguous']:.2f}x |" if r.get("vs_contiguous", 0) > 0
+                             else " – |") if paged else ""))
         lines.append("")
     lines += ["## Charts", "", "![Speedup over the naive baseline](speedup.png)", "",
               "![Percent of the measured FMA peak](peak.png)", ""]

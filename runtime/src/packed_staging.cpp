@@ -16,6 +16,13 @@ bool is_dense(const TensorView& t) {
   return true;
 }
 
+bool has_broadcast(const TensorView& t) {
+  for (int n = 0; n < t.rank; ++n) {
+    if (t.shape[n] > 1 && t.strides[n] == 0) return true;
+  }
+  return false;
+}
+
 TensorView dense_view(const TensorView& t, void* data) {
   TensorView dense = t;
   dense.data = data;
@@ -61,7 +68,7 @@ StagedKeysAndValues::StagedKeysAndValues(const TensorView& q, const TensorView& 
   // [B, H, L, D] views: each key is read once per query of each query head.
   const int64_t reads_per_key = q.shape[1] * q.shape[2] / k.shape[1];
   if (k.device != Device::cpu || reads_per_key < kStagedMinReadsPerKey ||
-      (is_dense(k) && is_dense(v))) {
+      (is_dense(k) && is_dense(v)) || has_broadcast(k) || has_broadcast(v)) {
     return;
   }
   const size_t k_bytes = static_cast<size_t>(k.shape[0] * k.shape[1] * k.shape[2] * k.shape[3] *

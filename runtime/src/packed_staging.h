@@ -32,6 +32,11 @@ class StagedKeysAndValues {
 // Whether a view's elements lie row-major with no gaps.
 bool is_dense(const TensorView& t);
 
+// Whether two of a view's indices can reach one element (a stride of 0 on a
+// dimension of extent above 1 broadcasts it); a dense copy would then be
+// larger than the memory it copies.
+bool has_broadcast(const TensorView& t);
+
 // The same view over dense memory at `data`.
 TensorView dense_view(const TensorView& t, void* data);
 

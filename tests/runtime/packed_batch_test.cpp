@@ -189,6 +189,38 @@ TEST(PackedStaging, CopiesEveryElementBetweenAnyStrides) {
   }
 }
 
+// Which sequences get dense copies: keys read 256 times or more (query rows x
+// query heads per KV head), rows apart, no broadcast, in CPU memory.
+TEST(PackedStaging, CopiesKeysAndValuesOnlyWhereTheyAreReadOftenAndLieApart) {
+  const int h = 8, h_kv = 2, d = 4, total = 64;
+  std::vector<float> q(size_t(total) * h * d), k(size_t(total) * h_kv * d, 1.0f), v(k.size(), 2.0f);
+  auto packed = [&](std::vector<float>& data, int heads, int length) {
+    return TensorView::strided(data.data(), ElementType::f32, {1, heads, length, d},
+                               {int64_t(total) * heads * d, d, int64_t(heads) * d, 1});
+  };
+  auto staged = [](const TensorView& tq, const TensorView& tk, const TensorView& tv) {
+    const runtime::StagedKeysAndValues s(tq, tk, tv);
+    const bool copied = s.k.data != tk.data;
+    if (copied) {
+      EXPECT_TRUE(runtime::is_dense(s.k) && runtime::is_dense(s.v));
+      EXPECT_EQ(static_cast<const float*>(s.k.data)[0], 1.0f);
+      EXPECT_EQ(static_cast<const float*>(s.v.data)[0], 2.0f);
+    }
+    return copied;
+  };
+  EXPECT_TRUE(staged(packed(q, h, 64), packed(k, h_kv, 64), packed(v, h_kv, 64)));   // 256 reads
+  EXPECT_FALSE(staged(packed(q, h, 63), packed(k, h_kv, 63), packed(v, h_kv, 63)));  // 252
+  const TensorView dense_k = TensorView::contiguous(k.data(), ElementType::f32, {1, h_kv, 64, d});
+  const TensorView dense_v = TensorView::contiguous(v.data(), ElementType::f32, {1, h_kv, 64, d});
+  EXPECT_FALSE(staged(packed(q, h, 64), dense_k, dense_v));
+  TensorView broadcast = packed(k, h_kv, 64);
+  broadcast.strides[1] = 0;
+  EXPECT_FALSE(staged(packed(q, h, 64), broadcast, packed(v, h_kv, 64)));
+  TensorView on_gpu = packed(k, h_kv, 64);
+  on_gpu.device = Device::cuda;
+  EXPECT_FALSE(staged(packed(q, h, 64), on_gpu, packed(v, h_kv, 64)));
+}
+
 TEST(PackedBatch, BadOffsetsAreNamedAndOutIsUntouched) {
   const AttentionSpec spec = AttentionSpec::parse("causal.gqa8x2.d64.f32");
   struct Bad {

@@ -60,7 +60,9 @@ struct AttentionOptions {
   // key). Offsets start at 0, never decrease and end at the total length; a
   // sequence with queries needs a key. Not with key_lengths, page_table, bias
   // or weights. Each sequence runs the kernel for its own shape on views of
-  // the packed memory, without a copy.
+  // the packed memory; where each of its keys is read 256 times or more
+  // (queries x query heads per KV head), on dense copies of its K and V rows,
+  // made for the call in CPU memory (see the README).
   const TensorView* cu_seqlens_q = nullptr;
   const TensorView* cu_seqlens_k = nullptr;
 
