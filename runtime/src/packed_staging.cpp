@@ -38,7 +38,6 @@ void copy_elements(const TensorView& from, const TensorView& to) {
   const int64_t bytes = element_bytes(from.type);
   const int inner = from.rank - 1;
   const int64_t length = from.shape[inner];
-  const bool rows_dense = from.strides[inner] == 1 && to.strides[inner] == 1;
   int64_t rows = 1;
   for (int n = 0; n < inner; ++n) rows *= from.shape[n];
   int64_t index[TensorView::kMaxRank] = {};
@@ -50,14 +49,7 @@ void copy_elements(const TensorView& from, const TensorView& to) {
     }
     const auto* source = static_cast<const std::byte*>(from.data) + at_from * bytes;
     auto* target = static_cast<std::byte*>(to.data) + at_to * bytes;
-    if (rows_dense) {
-      std::memcpy(target, source, static_cast<size_t>(length * bytes));
-    } else {
-      for (int64_t e = 0; e < length; ++e) {
-        std::memcpy(target + e * to.strides[inner] * bytes,
-                    source + e * from.strides[inner] * bytes, static_cast<size_t>(bytes));
-      }
-    }
+    std::memcpy(target, source, static_cast<size_t>(length * bytes));
     for (int n = inner - 1; n >= 0 && ++index[n] == from.shape[n]; --n) index[n] = 0;
   }
 }

@@ -40,8 +40,9 @@ bool has_broadcast(const TensorView& t);
 // The same view over dense memory at `data`.
 TensorView dense_view(const TensorView& t, void* data);
 
-// Copies every element of `from` into `to`, of the same shape and type
-// (either's strides may be anything).
+// Copies every element of `from` into `to`, of the same shape and type, a
+// row at a time: either's outer strides may be anything, the innermost is 1
+// (as validation requires of every view) or its extent 1.
 void copy_elements(const TensorView& from, const TensorView& to);
 
 }  // namespace attnforge::runtime
