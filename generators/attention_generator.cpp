@@ -135,29 +135,35 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
 
   // A paged cache read as the contiguous one the forms expect: key j of
   // sequence b is position j % P of page page_table(j / P, b). Keys run to the
-  // table's end; key_lengths masks the rest. Page numbers are clamped so that
-  // no table reads outside the cache; callers reject tables that would need it.
+  // table's end; key_lengths masks the rest. Table entries and page numbers
+  // are clamped so that any key >= 0 reads inside the cache (keys past the
+  // table read its last page); callers reject tables that would need it.
   void read_pages(AttentionInputs& in) {
     const int page = spec_.page_size;
-    const Expr pages = k_->dim(3).extent();
-    Halide::Var d("d"), j("j"), h("h"), b("b");
-    for (auto [paged, row, buffer, input, name] :
-         {std::tuple{&in.k, &in.k_row, &in.k_pages, k_, std::string("k_pages")},
-          std::tuple{&in.v, &in.v_row, &in.v_pages, v_, std::string("v_pages")}}) {
-      Halide::Func cache(name), row_offset(name + "_row");
-      Expr page_of_key = Halide::clamp((*page_table_)(j / page, b), 0, pages - 1);
-      cache(d, j, h, b) = (*input)(d, j % page, h, page_of_key);
+    const Expr pages = k_->dim(3).extent(), entries = page_table_->dim(0).extent();
+    Halide::Var d("d"), j("j"), h("h"), b("b"), position("position"), entry("entry");
+    for (auto [paged, by_page, row, buffer, input, name] :
+         {std::tuple{&in.k, &in.k_by_page, &in.k_row, &in.k_pages, k_, std::string("k_pages")},
+          std::tuple{&in.v, &in.v_by_page, &in.v_row, &in.v_pages, v_, std::string("v_pages")}}) {
+      Halide::Func cache(name), cache_by_page(name + "_by_page"), row_offset(name + "_row");
+      auto page_of = [&](const Expr& e) {
+        return Halide::clamp((*page_table_)(Halide::clamp(e, 0, entries - 1), b), 0, pages - 1);
+      };
+      cache_by_page(d, position, entry, h, b) = (*input)(d, position, h, page_of(entry));
+      cache(d, j, h, b) = cache_by_page(d, j % page, j / page, h, b);
       Expr offset = 0;
-      const Expr coordinates[] = {0, j % page, h, page_of_key};
+      const Expr coordinates[] = {0, j % page, h, page_of(j / page)};
       for (int dim = 0; dim < 4; ++dim) {
         offset += (coordinates[dim] - input->dim(dim).min()) * input->dim(dim).stride();
       }
       row_offset(j, h, b) = offset;
       *paged = cache;
+      *by_page = cache_by_page;
       *row = row_offset;
       *buffer = Halide::ImageParam(*input).parameter();
     }
-    in.kv_len = page_table_->dim(0).extent() * page;
+    in.kv_len = entries * page;
+    in.page_size = page;
   }
 
   AttentionSpec resolve_spec() const {

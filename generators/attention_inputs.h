@@ -32,6 +32,12 @@ struct AttentionInputs {
   // table (row_prefetch.h); undefined for a contiguous cache.
   Halide::Parameter k_pages, v_pages;
   Halide::Func k_row, v_row;
+  // A paged cache: positions per page (0 for a contiguous cache), and k and v
+  // as (d, position in page, page table entry, kv head, batch), so that a form
+  // can read a page of keys with one table lookup. A paged k and v read any
+  // key >= 0 (keys past the table in its last page): forms need not clamp.
+  int page_size = 0;
+  Halide::Func k_by_page, v_by_page;
 };
 
 // The logit given to a key a query may not see. Finite, so that subtracting two

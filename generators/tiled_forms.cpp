@@ -35,6 +35,18 @@ class QueryTile {
 
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
   Expr key(const Expr& j) const { return Halide::min(j, in.kv_len - 1); }
+  // The key whose K and V rows stand for key j: a paged cache reads any key.
+  Expr cache_key(const Expr& j) const { return in.page_size > 0 ? j : key(j); }
+
+  // Element d of key block kb's key rj (of KB) in k or v. A paged cache whose
+  // pages tile the block is read by page and position, so that a loop over a
+  // page's keys makes one table lookup.
+  Expr block_row(const Halide::Func& cache, const Halide::Func& by_page, const Expr& d,
+                 const Expr& kb, int KB, const Expr& rj, const Expr& b) const {
+    const int P = in.page_size;
+    if (P > 0 && KB % P == 0) return by_page(d, rj % P, kb * (KB / P) + rj / P, kv_head, b);
+    return cache(d, cache_key(kb * KB + rj), kv_head, b);
+  }
 
   // The masked logit of this tile's query row and key j; q_tile carries the
   // scale, so the dot product is already scaled.
@@ -226,7 +238,9 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
         any ? terms.key_range_begin_any_length(tile.first) : terms.key_range_begin(tile.first, v.b);
     update_loops.where(block_first < end && block_first + KB > begin);
   }
-  const Expr key = tile.key(j);
+  auto key_row = [&](const Expr& d) {
+    return AttentionTerms::to_f32(tile.block_row(in.k, in.k_by_page, d, t.kb, KB, t.jj, v.b));
+  };
 
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
   if (shape.bf16_pairs) {
@@ -235,15 +249,13 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     f.over_dim_pairs = RDom({{0, 2}, {0, spec.head_dim / 2}}, "over_dim_pairs");
     const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
     f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
-        AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) *
-        AttentionTerms::to_f32(in.k(2 * rh + rp, key, kvh, v.b));
+        AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) * key_row(2 * rh + rp);
   } else {
-    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
-        f.q_tile(t.ii, rd, t.it, v.h, v.b) * AttentionTerms::to_f32(in.k(rd, key, kvh, v.b));
+    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) * key_row(rd);
   }
   Expr logit = tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
   if (shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
-    const Expr ahead = tile.key(j + shape.prefetch_keys_ahead);
+    const Expr ahead = tile.cache_key(j + shape.prefetch_keys_ahead);
     f.key_prefetch(t.jj, t.kb, v.h, v.b) =
         prefetch_rows({{in.k_pages, in.k_row(ahead, kvh, v.b), spec.head_dim}});
     logit += f.key_prefetch(t.jj, t.kb, v.h, v.b);
@@ -256,13 +268,12 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b), f.block_max(t.ii, t.kb, t.it, v.h, v.b));
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
-  const Expr block_key = tile.key(t.kb * KB + rj);
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   if (shape.bf16_pairs) {
     f.prob_pairs(t.pair, t.ii, t.half, t.kb, t.it, v.h, v.b) =
         Halide::cast(Halide::BFloat(16), f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b));
     f.v_pairs(t.pair, v.d, t.half, t.kb, v.h, v.b) =
-        in.v(v.d, tile.key(t.kb * KB + 2 * t.half + t.pair), kvh, v.b);
+        tile.block_row(in.v, in.v_by_page, v.d, t.kb, KB, 2 * t.half + t.pair, v.b);
     f.over_key_pairs = RDom({{0, 2}, {0, KB / 2}}, "over_key_pairs");
     const Halide::RVar kp = f.over_key_pairs.x, kh = f.over_key_pairs.y;
     f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
@@ -272,12 +283,12 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     // Packed, a thread computes P.V a chunk of the state at a time, and the
     // chunk of the sum and max rounds up past head_dim: it reads the last column.
     const Expr d = shape.packed_state ? Halide::min(v.d, spec.head_dim - 1) : Expr(v.d);
-    Expr value = AttentionTerms::to_f32(in.v(d, block_key, kvh, v.b));
+    Expr value = AttentionTerms::to_f32(tile.block_row(in.v, in.v_by_page, d, t.kb, KB, rj, v.b));
     if (shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
       // Per line, so that a tile of P.V prefetches the lines it reads: V's
       // rows, read a strip at a time, are evicted before another strip's loop.
       const int line = kCacheLineBytes / storage_type_of(spec.dtype).bytes();
-      const Expr ahead = tile.key(j + shape.prefetch_values_ahead);
+      const Expr ahead = tile.cache_key(j + shape.prefetch_values_ahead);
       f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
           prefetch_rows({{in.v_pages, in.v_row(ahead, kvh, v.b) + v.d * line, line}});
       value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);

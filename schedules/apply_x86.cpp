@@ -263,14 +263,23 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   }
   pv.compute_at(level);
   register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, pv_vectors, pv_rows);
-  if (s.unroll > 1) Func(st.pv_sum).update().unroll(st.over_keys, s.unroll);
+  // A paged cache: the keys of one page share their page lookup, hoisted out
+  // of a loop over the page's positions.
+  RVar keys = st.over_keys;
+  const int page = p.inputs.page_size;
+  if (page > 1 && page < s.key_block && s.key_block % page == 0) {
+    RVar key_page("key_page"), in_page("in_page");
+    Func(st.pv_sum).update().split(st.over_keys, key_page, in_page, page);
+    keys = in_page;
+  }
+  if (s.unroll > 1) Func(st.pv_sum).update().unroll(keys, s.unroll);
   if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined()) {
     Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
                                       prefetch_distance(s),
                                       Halide::PrefetchBoundStrategy::NonFaulting);
   }
   if (st.value_prefetch.defined()) {  // a paged cache: the lines of V each tile reads
-    Func(st.value_prefetch).compute_at(Func(st.pv_sum), st.over_keys).unroll(p.vars.d);
+    Func(st.value_prefetch).compute_at(Func(st.pv_sum), keys).unroll(p.vars.d);
   }
 }
 

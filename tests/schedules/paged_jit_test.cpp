@@ -30,6 +30,9 @@ TEST(PagedJit, PresetsReadShuffledPages) {
   expect_reference("causal.br.kpad.page16.gqa4x2.d64.f32", "decode_" + width);
   expect_reference("window9_3.br.kpad.page8.alibi.mqa2.d32.bf16", "decode_" + width);
   expect_reference("full.kpad.page32.mha2.d64.f16", testing::preset_for("online"));
+  // Pages of the key block's size, and larger: read by key, not by page.
+  expect_reference("causal.br.kpad.page128.gqa4x2.d64.bf16", "decode_" + width);
+  expect_reference("causal.kpad.page256.mha2.d32.f32", testing::preset_for("online"));
   expect_reference("causal.kpad.page1.mha2.d32.f32", testing::preset_for("materialized"));
 }
 

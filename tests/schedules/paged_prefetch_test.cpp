@@ -1,6 +1,7 @@
 // A paged cache's decoding kernel prefetches through its page table: each K
 // row in q.k's loop, and in P.V's loop the lines of V that its tile reads (V
 // prefetched with K is evicted before P.V reads it), for f32 and bf16 caches.
+// P.V loops over each page's positions with the page's table entry read outside.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -47,15 +48,55 @@ class RecordPrefetchLoops : public IRMutator {
   }
 };
 
-std::vector<Prefetch> prefetches_of(const std::string& spec, const std::string& schedule) {
+// Loops over a page's positions, and the page table loads inside them whose
+// index depends on the position: each would repeat the page's lookup per key.
+class RecordPerKeyTableLoads : public IRMutator {
+ public:
+  RecordPerKeyTableLoads(int* loops, int* per_key_loads) : loops_(loops), loads_(per_key_loads) {}
+
+ private:
+  using IRMutator::visit;
+  int *loops_, *loads_;
+  Scope<> per_key_;  // the position loops' variables and lets computed from them
+
+  Stmt visit(const For* op) override {
+    const std::string suffix = ".in_page";
+    const bool positions =
+        op->name.size() > suffix.size() &&
+        op->name.compare(op->name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (!positions) return IRMutator::visit(op);
+    ++*loops_;
+    ScopedBinding<> bind(per_key_, op->name);
+    return IRMutator::visit(op);
+  }
+  Stmt visit(const LetStmt* op) override {
+    ScopedBinding<> bind(expr_uses_vars(op->value, per_key_), per_key_, op->name);
+    return IRMutator::visit(op);
+  }
+  Expr visit(const Let* op) override {
+    ScopedBinding<> bind(expr_uses_vars(op->value, per_key_), per_key_, op->name);
+    return IRMutator::visit(op);
+  }
+  Expr visit(const Load* op) override {
+    if (op->name == "page_table" && expr_uses_vars(op->index, per_key_)) ++*loads_;
+    return IRMutator::visit(op);
+  }
+};
+
+// Lowers the generator's pipeline for the host with `pass` run at its end.
+void lower(const std::string& spec, const std::string& schedule, IRMutator* pass) {
   const Target host = get_host_target();
   auto generator = GeneratorRegistry::create("attention", GeneratorContext(host));
   generator->set_generatorparam_value("spec", spec);
   generator->set_generatorparam_value("schedule", schedule);
   Pipeline pipeline = generator->build_pipeline();
-  std::vector<Prefetch> found;
-  pipeline.add_custom_lowering_pass(new RecordPrefetchLoops(&found));
+  pipeline.add_custom_lowering_pass(pass);
   pipeline.compile_to_module(pipeline.infer_arguments(), "attention", host);
+}
+
+std::vector<Prefetch> prefetches_of(const std::string& spec, const std::string& schedule) {
+  std::vector<Prefetch> found;
+  lower(spec, schedule, new RecordPrefetchLoops(&found));
   return found;
 }
 
@@ -90,6 +131,19 @@ TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
     const int tile_bytes =
         schedules::effective_pv_vectors(schedule) * schedule.vector_width * bytes;
     EXPECT_EQ(values, tile_bytes / kCacheLineBytes);
+  }
+}
+
+TEST(PagedLookup, PvReadsEachPagesTableEntryOutsideItsLoopOverPositions) {
+  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
+  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  for (const char* text :
+       {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page32.gqa32x8.d128.bf16"}) {
+    SCOPED_TRACE(text);
+    int loops = 0, per_key_loads = 0;
+    lower(text, decode, new RecordPerKeyTableLoads(&loops, &per_key_loads));
+    EXPECT_GT(loops, 0);
+    EXPECT_EQ(per_key_loads, 0);
   }
 }
 
