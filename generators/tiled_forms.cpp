@@ -22,6 +22,7 @@ class QueryTile {
       : in(inputs),
         terms(spec, in),
         groups(shape.grouped_heads),
+        unclamped_steady_blocks(shape.unclamped_steady_blocks),
         kv_head(groups == 1 ? terms.kv_head(v.h) : v.h),
         i(query_of(t.it * shape.query_tile + t.ii)),
         query_head(groups == 1 ? v.h : v.h * groups + (t.it * shape.query_tile + t.ii) % groups),
@@ -36,7 +37,12 @@ class QueryTile {
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
   Expr key(const Expr& j) const { return Halide::min(j, in.kv_len - 1); }
   // The key whose K and V rows stand for key j: a paged cache reads any key.
-  Expr cache_key(const Expr& j) const { return in.page_size > 0 ? j : key(j); }
+  // A contiguous one clamps; `likely` has Halide split the loops around the
+  // clamp so that every block but the last reads without it.
+  Expr cache_key(const Expr& j) const {
+    if (in.page_size > 0) return j;
+    return Halide::min(unclamped_steady_blocks ? Halide::likely(j) : j, in.kv_len - 1);
+  }
 
   // Element d of key block kb's key rj (of KB) in k or v. A paged cache whose
   // pages tile the block is read by page and position, so that a loop over a
@@ -58,6 +64,7 @@ class QueryTile {
   const AttentionInputs in;
   const AttentionTerms terms;
   const int groups;  // TileShape::grouped_heads
+  const bool unclamped_steady_blocks;
   const Expr kv_head, i, query_head, first, last;
   const Expr row;  // i, clamped: rows past Lq read the last row and are never stored
 

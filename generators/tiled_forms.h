@@ -53,6 +53,10 @@ struct TileShape {
   // keys ahead; 0: none.
   int prefetch_keys_ahead = 0;
   int prefetch_values_ahead = 0;
+  // online, contiguous caches: Halide splits the key-block loop so that every
+  // block but the last reads K and V without clamping the key. Off for GPU
+  // schedules: the extra copy of a block's loops spills registers there.
+  bool unclamped_steady_blocks = false;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
