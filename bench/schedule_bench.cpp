@@ -72,6 +72,10 @@ void ScheduleBench::print_peaks() const {
   for (const auto& [t, gbps] : read_gbps_) {
     fmt::print("Read bandwidth, {} thread{}: {:.1f} GB/s\n", t, t == 1 ? "" : "s", gbps);
   }
+  if (eviction_) {
+    fmt::print("Rows with a % bw: {} MiB written, untimed, before every run to evict the caches\n",
+               eviction_->bytes() >> 20);
+  }
 }
 
 void ScheduleBench::add_shape(const Shape& shape) {
@@ -229,7 +233,7 @@ std::vector<const Impl*> ScheduleBench::checked_impls(Case& c, int threads) {
   naive.set_threads(threads);
   try {
     if (!c.naive_timing) {
-      c.naive_timing = std::make_unique<Timing>(time_runs(naive.run, options_.timing));
+      c.naive_timing = std::make_unique<Timing>(time_runs(naive.run, timing_for(c)));
       c.in->read_output();
       std::copy(c.in->out.begin(), c.in->out.end(), c.in->expected.begin());
     }
@@ -274,7 +278,9 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
   }
   std::vector<std::function<void()>> runs;
   for (const auto& [c, impl] : timed) runs.push_back(impl->run);
-  const std::vector<Timing> timings = time_interleaved(runs, kRounds, options_.timing);
+  // The cases of one shape are all memory-bound or none is.
+  const TimingOptions timing = timed.empty() ? options_.timing : timing_for(*timed.front().first);
+  const std::vector<Timing> timings = time_interleaved(runs, kRounds, timing);
   std::vector<BenchRow> rows;
   for (size_t n = 0; n < timed.size(); ++n) {
     const auto& [c, impl] = timed[n];
@@ -295,10 +301,19 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
   }
 }
 
+TimingOptions ScheduleBench::timing_for(const Case& c) {
+  TimingOptions timing = options_.timing;
+  if (c.bytes <= 0) return timing;
+  if (!eviction_) eviction_ = std::make_unique<CacheEviction>();
+  timing.before_each = [eviction = eviction_.get()] { (*eviction)(); };
+  return timing;
+}
+
 void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
   where.impl = "torch_sdpa";
+  const std::size_t evict_bytes = timing_for(c).before_each ? eviction_->bytes() : 0;
   TorchResult result = run_torch_sdpa(options_.torch_python, c.spec, c.shape, where.threads, *c.in,
-                                      options_.timing.min_seconds);
+                                      options_.timing.min_seconds, evict_bytes);
   if (!result.error.empty()) {
     skip(where, std::to_string(where.threads), result.error);
     return;

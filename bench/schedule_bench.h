@@ -13,6 +13,7 @@
 
 #include "bench/bench_rows.h"
 #include "bench/bench_shapes.h"
+#include "bench/cache_eviction.h"
 #include "bench/fma_peak.h"
 #include "bench/timing.h"
 #include "bench/tuned_schedules.h"
@@ -66,6 +67,9 @@ class ScheduleBench {
   void run_shape(size_t first, size_t end, int threads);
   void run_torch(Case& c, BenchRow where, double naive_ms);
   BenchRow make_row(BenchRow row, const Timing& timing, const Case& c, double naive_ms) const;
+  // The timing of a case's runs: memory-bound cases (those rated against the
+  // read bandwidth) with the caches evicted before every run.
+  TimingOptions timing_for(const Case& c);
   // Halide's JIT target: the host.
   Halide::Target target_ = Halide::get_host_target();
 
@@ -78,6 +82,7 @@ class ScheduleBench {
   std::vector<std::unique_ptr<Case>> cases_;
   int shapes_added_ = 0;
   std::vector<Skipped> skipped_;
+  std::unique_ptr<CacheEviction> eviction_;  // made for the first memory-bound case
 };
 
 }  // namespace attnforge::bench

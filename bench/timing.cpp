@@ -7,7 +7,8 @@
 namespace attnforge::bench {
 namespace {
 
-double timed_seconds(const std::function<void()>& run) {
+double timed_seconds(const std::function<void()>& run, const TimingOptions& options) {
+  if (options.before_each) options.before_each();
   auto start = std::chrono::steady_clock::now();
   run();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -27,14 +28,14 @@ Timing summarize(std::vector<double> seconds) {
 }  // namespace
 
 Timing time_runs(const std::function<void()>& run, const TimingOptions& options) {
-  const double warm_up = timed_seconds(run);
+  const double warm_up = timed_seconds(run, options);
   if (warm_up > options.long_run_seconds) return summarize({warm_up});
 
   std::vector<double> samples;
   double total = 0.0;
   bool long_run = false;
   while (true) {
-    const double seconds = timed_seconds(run);
+    const double seconds = timed_seconds(run, options);
     samples.push_back(seconds);
     total += seconds;
     long_run = long_run || seconds > options.long_run_seconds;
@@ -48,7 +49,7 @@ Timing time_runs(const std::function<void()>& run, const TimingOptions& options)
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& runs, int rounds,
                                      const TimingOptions& options) {
-  for (const auto& run : runs) run();
+  for (const auto& run : runs) timed_seconds(run, options);
   std::vector<std::vector<double>> samples(runs.size()), round_ms(runs.size());
   // Each round takes its share of the time and of the repeats: a fast run
   // that took all of max_repeats in the first round would leave the later
@@ -60,7 +61,7 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& r
       std::vector<double> this_round;
       double total = 0.0;
       do {
-        this_round.push_back(timed_seconds(runs[n]));
+        this_round.push_back(timed_seconds(runs[n], options));
         total += this_round.back();
       } while (total < share && static_cast<int>(this_round.size()) < repeats);
       samples[n].insert(samples[n].end(), this_round.begin(), this_round.end());

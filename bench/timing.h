@@ -16,6 +16,8 @@ struct TimingOptions {
   // ends the repeats once long_run_repeats are done.
   double long_run_seconds = 3.0;
   int long_run_repeats = 2;
+  // Untimed work before every run, the warm-up too (a cache eviction).
+  std::function<void()> before_each;
 };
 
 struct Timing {

@@ -130,7 +130,8 @@ std::vector<std::string> sdpa_args(const AttentionSpec& spec, const Shape& shape
 }
 
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
-                           int threads, const BenchInputs& inputs, double min_seconds) {
+                           int threads, const BenchInputs& inputs, double min_seconds,
+                           std::size_t evict_bytes) {
   TorchResult result;
   result.error = sdpa_misfit(spec, false);
   if (!result.error.empty()) return result;
@@ -140,6 +141,7 @@ TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec,
   std::vector<std::string> args = sdpa_args(spec, shape, inputs.args.scale, min_seconds);
   args.insert(args.end(),
               {"--threads", std::to_string(threads), "--dtype", torch_dtype(spec.dtype)});
+  if (evict_bytes > 0) args.insert(args.end(), {"--evict-bytes", std::to_string(evict_bytes)});
   return run_script(python, ATTNFORGE_TORCH_SCRIPT,
                     {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v)},
                     args, {"result_default.json"})

@@ -3,6 +3,7 @@
 // the same timing rule; its output comes back for the benchmark's check.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,11 @@ struct TorchResult {
 // Whether `python` imports torch (asked once per path).
 bool python_has_torch(const std::string& python);
 
+// `evict_bytes` > 0: a buffer of that many bytes is written, untimed, before
+// every run, as the benchmark evicts the caches for its memory-bound rows.
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
-                           int threads, const BenchInputs& inputs, double min_seconds);
+                           int threads, const BenchInputs& inputs, double min_seconds,
+                           std::size_t evict_bytes = 0);
 
 // The same on a CUDA device with each of `backends` (default, math,
 // efficient, flash, cudnn) in one torch process, f32 or f16 as the spec

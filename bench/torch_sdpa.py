@@ -34,6 +34,8 @@ def main():
     p.add_argument("--backend", default="default",
                    help="one of %s, or several joined by commas" % ", ".join(BACKENDS))
     p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    p.add_argument("--evict-bytes", type=int, default=0,
+                   help="write a buffer this large, untimed, before every run (CPU)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     b, h, lq, lk, d = (int(x) for x in a.shape.split("x"))
@@ -54,6 +56,13 @@ def main():
     if any(name not in BACKENDS for name in names):
         p.error("--backend: expected one of %s, got %s" % (", ".join(BACKENDS), a.backend))
 
+    evict = None
+    if a.evict_bytes > 0:
+        junk = torch.zeros(a.evict_bytes, dtype=torch.uint8)
+
+        def evict():  # one write per cache line, as the benchmark's own eviction
+            junk[::64] += 1
+
     def measure(backend, file_name):
         def run():
             with torch.no_grad(), (sdpa_kernel(backend) if backend else nullcontext()):
@@ -64,7 +73,8 @@ def main():
             return out
 
         out = run()
-        write_result(a.dir, time_runs(run, a.min_time), out, torch.__version__, file_name)
+        write_result(a.dir, time_runs(run, a.min_time, before_each=evict), out, torch.__version__,
+                     file_name)
 
     for name in names:  # one process for all: torch starts once
         try:

@@ -7,10 +7,13 @@ import os
 import time
 
 
-def time_runs(run, min_time, max_runs=50):
+def time_runs(run, min_time, max_runs=50, before_each=None):
+    """`before_each`: untimed work before every timed run (a cache eviction)."""
     times = []
     total = 0.0
     while len(times) < max_runs:
+        if before_each:
+            before_each()
         start = time.perf_counter()
         run()
         ms = (time.perf_counter() - start) * 1e3

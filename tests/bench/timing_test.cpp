@@ -1,9 +1,11 @@
 // Implementations timed in turns interleave in every round, fast ones too,
-// and keep to the repeats they are allowed.
+// and keep to the repeats they are allowed; untimed work may precede each run.
 #include "bench/timing.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace attnforge::bench {
@@ -58,6 +60,34 @@ TEST(TimeInterleaved, EachRunKeepsOneMedianPerRound) {
       EXPECT_LE(ms, timing.max_ms);
     }
   }
+}
+
+// Untimed work before every run, warm-ups too: interleaved, it precedes each
+// run's call; its time is in no sample.
+TEST(BeforeEach, PrecedesEveryRunAndIsNotTimed) {
+  TimingOptions options;
+  options.min_seconds = 60.0;
+  options.max_repeats = 4;
+  std::vector<int> order;
+  options.before_each = [&order] {
+    order.push_back(-1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  std::vector<std::function<void()>> runs = {[&order] { order.push_back(0); },
+                                             [&order] { order.push_back(1); }};
+  const std::vector<Timing> timings = time_interleaved(runs, 2, options);
+  ASSERT_EQ(order.size() % 2, 0u);
+  for (size_t n = 0; n < order.size(); n += 2) {
+    EXPECT_EQ(order[n], -1) << n;
+    EXPECT_GE(order[n + 1], 0) << n;
+  }
+  EXPECT_EQ(order.size(), 2u * (2 + timings[0].repeats + timings[1].repeats));
+  for (const Timing& timing : timings) EXPECT_LT(timing.max_ms, 10.0);
+
+  order.clear();
+  const Timing alone = time_runs([&order] { order.push_back(0); }, options);
+  EXPECT_EQ(order.size(), 2u * (1 + alone.repeats));  // the warm-up and each repeat
+  EXPECT_LT(alone.max_ms, 10.0);
 }
 
 // Each round's ratio, then their median and quartiles: a round in which the
