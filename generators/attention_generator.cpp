@@ -5,6 +5,8 @@
 // outputs: out, [weights].
 #include <Halide.h>
 
+#include <array>
+
 #include "attention_inputs.h"
 #include "attention_terms.h"
 #include "materialized_form.h"
@@ -68,6 +70,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     } else {
       in.k_buffer = Halide::ImageParam(*k_).parameter();
       in.v_buffer = Halide::ImageParam(*v_).parameter();
+      read_rows(in);
     }
     in.scale = *scale_;
     if (key_lengths_) in.key_lengths = *key_lengths_;
@@ -133,6 +136,28 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
   }
 
+  // A contiguous cache's rows, for schedules that prefetch them row by row.
+  void read_rows(AttentionInputs& in) {
+    Halide::Var j("j"), h("h"), b("b");
+    for (auto [row, buffer, input, name] : {std::tuple{&in.k_row, &in.k_pages, k_, "k_row"},
+                                            std::tuple{&in.v_row, &in.v_pages, v_, "v_row"}}) {
+      Halide::Func row_offset(name);
+      row_offset(j, h, b) = element_offset(*input, {0, j, h, b});
+      *row = row_offset;
+      *buffer = Halide::ImageParam(*input).parameter();
+    }
+  }
+
+  // The offset of element `coordinates` in `input`'s storage.
+  static Expr element_offset(const GeneratorInput<Buffer<>>& input,
+                             const std::array<Expr, 4>& coordinates) {
+    Expr offset = 0;
+    for (int dim = 0; dim < 4; ++dim) {
+      offset += (coordinates[dim] - input.dim(dim).min()) * input.dim(dim).stride();
+    }
+    return offset;
+  }
+
   // A paged cache read as the contiguous one the forms expect: key j of
   // sequence b is position j % P of page page_table(j / P, b). Keys run to the
   // table's end; key_lengths masks the rest. Table entries and page numbers
@@ -151,12 +176,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       };
       cache_by_page(d, position, entry, h, b) = (*input)(d, position, h, page_of(entry));
       cache(d, j, h, b) = cache_by_page(d, j % page, j / page, h, b);
-      Expr offset = 0;
-      const Expr coordinates[] = {0, j % page, h, page_of(j / page)};
-      for (int dim = 0; dim < 4; ++dim) {
-        offset += (coordinates[dim] - input->dim(dim).min()) * input->dim(dim).stride();
-      }
-      row_offset(j, h, b) = offset;
+      row_offset(j, h, b) = element_offset(*input, {0, j % page, h, page_of(j / page)});
       *paged = cache;
       *by_page = cache_by_page;
       *row = row_offset;

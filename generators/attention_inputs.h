@@ -27,9 +27,9 @@ struct AttentionInputs {
   // The K and V buffers k and v read, for schedules that prefetch them;
   // undefined where k and v are computed (a paged cache).
   Halide::Parameter k_buffer, v_buffer;
-  // A paged cache: its K and V page buffers, and (j, h, b) the element offset
-  // of key j's row in them, for schedules that prefetch rows through the page
-  // table (row_prefetch.h); undefined for a contiguous cache.
+  // The K and V buffers (a paged cache: its page buffers), and (j, h, b) the
+  // element offset of key j's row in them, for schedules that prefetch row by
+  // row (row_prefetch.h), through the page table where there is one.
   Halide::Parameter k_pages, v_pages;
   Halide::Func k_row, v_row;
   // A paged cache: positions per page (0 for a contiguous cache), and k and v

@@ -162,7 +162,7 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   // K streams with one prefetch per cache line, spread over the block's loads.
   // (A prefetch of a whole block at the block loop gets an empty region from
   // Halide 21 whenever the block's bounds are let-bound in its body.)
-  if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined()) {
+  if (s.prefetch_blocks > 0 && p.inputs.k_buffer.defined() && !st.key_prefetch.defined()) {
     logits.prefetch(p.inputs.k_buffer, ko, ko, prefetch_distance(s) / s.register_vectors,
                     Halide::PrefetchBoundStrategy::NonFaulting);
   }
@@ -273,7 +273,7 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
     keys = in_page;
   }
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(keys, s.unroll);
-  if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined()) {
+  if (s.prefetch_blocks > 0 && p.inputs.v_buffer.defined() && !st.value_prefetch.defined()) {
     Func(st.pv_sum).update().prefetch(p.inputs.v_buffer, st.over_keys, st.over_keys,
                                       prefetch_distance(s),
                                       Halide::PrefetchBoundStrategy::NonFaulting);

@@ -30,12 +30,13 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   shape.skip_at_any_length = spec.key_padding && cuda_warp_block(schedule);
   // A paged cache's rows, read through its table, lose the hardware
   // prefetchers' stream at every page, and Halide's prefetch of a box would
-  // cover the whole cache. So q.k along the head dim prefetches K rows about
+  // cover the whole cache; a contiguous cache read from memory (caches
+  // evicted) decodes 8-10% faster so too. So q.k along the head dim prefetches K rows about
   // 8 KB ahead, a quarter of an L1 cache (farther, measured slower: they are
   // evicted before they are read), and P.V the V lines that its tile reads, as
   // far ahead as a contiguous cache's prefetch. (V rows prefetched with K were
   // gone again by the time P.V's strips reached them.)
-  if (spec.paged() && schedule.prefetch_blocks > 0 && schedule.dot_axis == DotAxis::head_dim &&
+  if (schedule.prefetch_blocks > 0 && schedule.dot_axis == DotAxis::head_dim &&
       !schedule.bf16_dots && !is_gpu_schedule(schedule)) {
     constexpr int kKeyPrefetchBytes = 8 * 1024;
     const int row_bytes = spec.head_dim * storage_type_of(spec.dtype).bytes();
