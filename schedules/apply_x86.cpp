@@ -60,6 +60,14 @@ LoopLevel tile_output(const Schedule& s, Func out, const AttentionVars& v, int g
   return LoopLevel(out, outer[0].same_as(it) ? fused : it);
 }
 
+// A paged cache whose pages tile a key block, `tile_keys` keys at a time: a
+// loop over a block's keys splits into pages, so that the keys of one page
+// share their page lookup, hoisted out of the loop over the page's positions.
+bool splits_keys_by_page(const Schedule& s, const AttentionPipeline& p, int tile_keys) {
+  const int page = p.inputs.page_size;
+  return page > 1 && page < s.key_block && s.key_block % page == 0 && page % tile_keys == 0;
+}
+
 void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y, RVar r,
                    int vectors, int rows, const RVar* pair = nullptr) {
   schedules::register_tile(consumer, product, x, y, {r}, s.vector_width, vectors, rows, Var("xo"),
@@ -138,9 +146,15 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   Var io("io"), ko("ko"), iin("iin"), kin("kin"), lane("dot_lane");
   RVar dim_outer("dim_outer"), dim_lane("dim_lane");
   Func logits = st.logits, scores = st.scores;
-  logits.compute_at(level)
-      .reorder_storage(key, ii)
-      .tile(ii, key, io, ko, iin, kin, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
+  logits.compute_at(level).reorder_storage(key, ii);
+  Var keys = key;
+  if (splits_keys_by_page(s, p, s.register_vectors)) {
+    Var key_page("key_page"), in_page("in_page");
+    logits.split(key, key_page, in_page, p.inputs.page_size);
+    keys = in_page;
+  }
+  logits
+      .tile(ii, keys, io, ko, iin, kin, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
       .reorder(iin, kin, io, ko)
       .unroll(iin)
       .unroll(kin);
@@ -263,13 +277,10 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
   }
   pv.compute_at(level);
   register_tile(s, pv, st.pv_sum, d, ii, st.over_keys, pv_vectors, pv_rows);
-  // A paged cache: the keys of one page share their page lookup, hoisted out
-  // of a loop over the page's positions.
   RVar keys = st.over_keys;
-  const int page = p.inputs.page_size;
-  if (page > 1 && page < s.key_block && s.key_block % page == 0) {
+  if (splits_keys_by_page(s, p, 1)) {
     RVar key_page("key_page"), in_page("in_page");
-    Func(st.pv_sum).update().split(st.over_keys, key_page, in_page, page);
+    Func(st.pv_sum).update().split(st.over_keys, key_page, in_page, p.inputs.page_size);
     keys = in_page;
   }
   if (s.unroll > 1) Func(st.pv_sum).update().unroll(keys, s.unroll);

@@ -1,10 +1,11 @@
 // A paged cache's decoding kernel prefetches through its page table: each K
 // row in q.k's loop, and in P.V's loop the lines of V that its tile reads (V
 // prefetched with K is evicted before P.V reads it), for f32 and bf16 caches.
-// P.V loops over each page's positions with the page's table entry read outside.
+// q.k and P.V loop over each page's positions with the page's table entry read outside.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,24 +49,28 @@ class RecordPrefetchLoops : public IRMutator {
   }
 };
 
-// Loops over a page's positions, and the page table loads inside them whose
-// index depends on the position: each would repeat the page's lookup per key.
+// Loops over a page's positions (in_page, or the loops it splits into) per
+// Func, and the page table loads inside them whose index depends on the
+// position: each would repeat the page's lookup per key.
 class RecordPerKeyTableLoads : public IRMutator {
  public:
-  RecordPerKeyTableLoads(int* loops, int* per_key_loads) : loops_(loops), loads_(per_key_loads) {}
+  RecordPerKeyTableLoads(std::map<std::string, int>* loops, int* per_key_loads)
+      : loops_(loops), loads_(per_key_loads) {}
 
  private:
   using IRMutator::visit;
-  int *loops_, *loads_;
+  std::map<std::string, int>* loops_;
+  int* loads_;
   Scope<> per_key_;  // the position loops' variables and lets computed from them
 
   Stmt visit(const For* op) override {
+    const std::string& name = op->name;
     const std::string suffix = ".in_page";
-    const bool positions =
-        op->name.size() > suffix.size() &&
-        op->name.compare(op->name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const bool positions = name.find(suffix + ".") != std::string::npos ||
+                           (name.size() > suffix.size() &&
+                            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
     if (!positions) return IRMutator::visit(op);
-    ++*loops_;
+    ++(*loops_)[name.substr(0, name.find_first_of("$."))];
     ScopedBinding<> bind(per_key_, op->name);
     return IRMutator::visit(op);
   }
@@ -134,15 +139,17 @@ TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
   }
 }
 
-TEST(PagedLookup, PvReadsEachPagesTableEntryOutsideItsLoopOverPositions) {
+TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
   const std::string decode = "decode_" + testing::preset_for("online").substr(7);
   for (const char* text :
        {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page32.gqa32x8.d128.bf16"}) {
     SCOPED_TRACE(text);
-    int loops = 0, per_key_loads = 0;
+    std::map<std::string, int> loops;
+    int per_key_loads = 0;
     lower(text, decode, new RecordPerKeyTableLoads(&loops, &per_key_loads));
-    EXPECT_GT(loops, 0);
+    EXPECT_GT(loops["logits"], 0) << "q.k's key loop is not split by page";
+    EXPECT_GT(loops["pv_sum"], 0) << "P.V's key loop is not split by page";
     EXPECT_EQ(per_key_loads, 0);
   }
 }
