@@ -72,6 +72,14 @@ void ScheduleBench::print_peaks() const {
   for (const auto& [t, gbps] : read_gbps_) {
     fmt::print("Read bandwidth, {} thread{}: {:.1f} GB/s\n", t, t == 1 ? "" : "s", gbps);
   }
+  for (const auto& [key, reads] : page_reads_) {
+    const auto [threads, bytes] = key;
+    fmt::print(
+        "Reads of {}-byte pieces (a KV head's page), {} thread{}: {:.1f} GB/s in a random "
+        "order, {:.1f} GB/s in order ({:.3f}x the time)\n",
+        bytes, threads, threads == 1 ? "" : "s", reads.shuffled, reads.in_order,
+        reads.in_order / reads.shuffled);
+  }
   if (eviction_) {
     fmt::print("Rows with a % bw: {} MiB written, untimed, before every run to evict the caches\n",
                eviction_->bytes() >> 20);
@@ -115,6 +123,7 @@ void ScheduleBench::run() {
   options_.threads.erase(std::unique(options_.threads.begin(), options_.threads.end()),
                          options_.threads.end());
   for (int t : options_.threads) {
+    measure_page_reads(t);
     for (size_t first = 0; first < cases_.size();) {
       size_t end = first + 1;
       while (end < cases_.size() && cases_[end]->shape_index == cases_[first]->shape_index) ++end;
@@ -298,6 +307,22 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
     BenchRow where = c.where;
     where.threads = threads;
     run_torch(c, where, c.naive_timing->median_ms);
+  }
+}
+
+// What reading each paged spec's pages scattered costs the machine itself,
+// next to the paged rows' `vs contig`.
+void ScheduleBench::measure_page_reads(int threads) {
+  for (const auto& c : cases_) {
+    if (!c->spec.paged() || c->bytes <= 0) continue;
+    const int element = c->spec.dtype == DType::f32 ? 4 : 2;
+    const int bytes = c->spec.page_size * c->spec.head_dim * element;
+    if (page_reads_.count({threads, bytes})) continue;
+    page_reads_[{threads, bytes}] = measure_piece_read_bandwidth(threads, bytes);
+    const PieceReadBandwidth& reads = page_reads_[{threads, bytes}];
+    fmt::print(stderr,
+               "Reads of {}-byte pieces, {} threads: {:.1f} GB/s shuffled, {:.1f} in order\n",
+               bytes, threads, reads.shuffled, reads.in_order);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "bench/bench_shapes.h"
 #include "bench/cache_eviction.h"
 #include "bench/fma_peak.h"
+#include "bench/read_bandwidth.h"
 #include "bench/timing.h"
 #include "bench/tuned_schedules.h"
 #include "generators/jit_attention.h"
@@ -65,6 +66,7 @@ class ScheduleBench {
   void build_impls(Case& c);
   std::vector<const Impl*> checked_impls(Case& c, int threads);
   void run_shape(size_t first, size_t end, int threads);
+  void measure_page_reads(int threads);
   void run_torch(Case& c, BenchRow where, double naive_ms);
   BenchRow make_row(BenchRow row, const Timing& timing, const Case& c, double naive_ms) const;
   // The timing of a case's runs: memory-bound cases (those rated against the
@@ -76,6 +78,8 @@ class ScheduleBench {
   BenchOptions options_;
   std::map<int, FmaPeak> peaks_;
   std::map<int, double> read_gbps_;  // read bandwidth per thread count
+  // Reads in pieces of a paged spec's page per (thread count, page bytes).
+  std::map<std::pair<int, int>, PieceReadBandwidth> page_reads_;
   std::shared_ptr<JitAttention> compiled(const AttentionSpec& spec, const std::string& schedule);
 
   std::map<std::pair<std::string, std::string>, std::shared_ptr<JitAttention>> kernels_;
