@@ -23,6 +23,7 @@ class QueryTile {
         terms(spec, in),
         groups(shape.grouped_heads),
         unclamped_steady_blocks(shape.unclamped_steady_blocks),
+        lanes(shape.interleaved_lanes),
         kv_head(groups == 1 ? terms.kv_head(v.h) : v.h),
         i(query_of(t.it * shape.query_tile + t.ii)),
         query_head(groups == 1 ? v.h : v.h * groups + (t.it * shape.query_tile + t.ii) % groups),
@@ -30,8 +31,13 @@ class QueryTile {
         last(Halide::min(query_of(t.it * shape.query_tile + shape.query_tile - 1),
                          inputs.q_len - 1)),
         row(Halide::min(i, inputs.q_len - 1)) {
+    Expr d = v.d;
+    if (lanes > 0) {  // TileShape::interleaved_lanes: the even elements, then the odd
+      const Expr in_chunk = v.d % (2 * lanes);
+      d = v.d - in_chunk + 2 * (in_chunk % lanes) + in_chunk / lanes;
+    }
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
-        AttentionTerms::to_f32(inputs.q(v.d, row, query_head, v.b)) * inputs.scale;
+        AttentionTerms::to_f32(inputs.q(d, row, query_head, v.b)) * inputs.scale;
   }
 
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
@@ -65,6 +71,7 @@ class QueryTile {
   const AttentionTerms terms;
   const int groups;  // TileShape::grouped_heads
   const bool unclamped_steady_blocks;
+  const int lanes;  // TileShape::interleaved_lanes
   const Expr kv_head, i, query_head, first, last;
   const Expr row;  // i, clamped: rows past Lq read the last row and are never stored
 
@@ -257,6 +264,13 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
     f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
         AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) * key_row(2 * rh + rp);
+  } else if (shape.interleaved_lanes > 0) {
+    const int L = shape.interleaved_lanes;
+    f.over_dim_halves = RDom({{0, L}, {0, 2}, {0, spec.head_dim / (2 * L)}}, "over_dim_halves");
+    const Halide::RVar rl = f.over_dim_halves.x, rp = f.over_dim_halves.y, rc = f.over_dim_halves.z;
+    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+        f.q_tile(t.ii, 2 * L * rc + L * rp + rl, t.it, v.h, v.b) *
+        key_row(2 * L * rc + 2 * rl + rp);
   } else {
     f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) * key_row(rd);
   }

@@ -57,12 +57,20 @@ struct TileShape {
   // block but the last reads K and V without clamping the key. Off for GPU
   // schedules: the extra copy of a block's loops spills registers there.
   bool unclamped_steady_blocks = false;
+  // online q.k of bf16 K converted to f32 (0: off): a vector of this many
+  // lanes takes the even or the odd elements of 2 * lanes consecutive
+  // head-dim elements of a K row, so that one load of 2 * lanes values is two
+  // f32 vectors, a shift and a mask each (a widening load per vector is a
+  // shuffle and a shift). The Q copy orders its head dim to match.
+  int interleaved_lanes = 0;
 };
 
 // Shared by both forms: a scaled, transposed copy of each query tile, and the
 // output read back from (d, ii, it) tile coordinates.
 struct QueryTileFuncs {
-  Halide::Func q_tile{"q_tile"};  // (ii, d, it, h, b) f32, q * scale, ii innermost
+  // (ii, d, it, h, b) f32, q * scale, ii innermost; with interleaved_lanes,
+  // each 2 * lanes elements the even ones, then the odd ones.
+  Halide::Func q_tile{"q_tile"};
   // bf16_pairs: (p, ii, dh, it, h, b) bf16, q * scale at d = 2 dh + p.
   Halide::Func q_pairs{"q_pairs"};
 };
@@ -110,6 +118,9 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::RDom over_dim, over_block, over_blocks, over_splits;
   // bf16_pairs: q.k over (p, dh) and P.V over (p, jh), pairs innermost.
   Halide::RDom over_dim_pairs, over_key_pairs;
+  // interleaved_lanes: q.k over (lane, half, chunk): K's element
+  // chunk * 2 lanes + 2 lane + half against the Q copy's chunk * 2 lanes + half * lanes + lane.
+  Halide::RDom over_dim_halves;
   // packed: the update's (e, block) loops; e runs in order, so every element
   // reads the max before the last one updates it.
   Halide::RDom over_state;

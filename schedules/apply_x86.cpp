@@ -115,6 +115,8 @@ struct SoftmaxStages {
   // bf16 dot products: q.k over head-dim pairs, P.V over key pairs (pair
   // innermost, over_dim and pv_keys their outer loops), with P and V packed in pairs.
   RVar dim_pair = {}, key_pair = {}, pv_keys = {};
+  // Interleaved bf16 K rows: q.k over (over_dim = lane, dim_half, dim_chunk).
+  RVar dim_half = {}, dim_chunk = {};
   Func prob_pairs = {}, v_pairs = {};
   // A paged cache's K rows (per key) and V lines (per line of P.V's tile) ahead,
   // where the form has them.
@@ -158,21 +160,29 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
       .reorder(iin, kin, io, ko)
       .unroll(iin)
       .unroll(kin);
-  Func partial = scores.update()
-                     .split(st.over_dim, dim_outer, dim_lane, s.vector_width)
-                     .rfactor(dim_lane, lane);
+  // Interleaved bf16 K rows: over_dim runs over a vector's lanes already, and
+  // its two halves, unrolled, read one load of K.
+  const bool interleaved = p.interleaved_lanes > 0;
+  if (interleaved) {
+    dim_lane = st.over_dim;
+  } else {
+    scores.update().split(st.over_dim, dim_outer, dim_lane, s.vector_width);
+  }
+  Func partial = scores.update().rfactor(dim_lane, lane);
   // rfactor appends its lane dim; stored innermost, each partial sum is one
   // vector. Computed per register tile, the partial sums stay in registers
   // until their horizontal sums; a whole block's would fill L1 (32 KB for four
   // rows of 128 keys), be zeroed in memory and push out the K and V streams.
   Var pio("pio"), pko("pko"), pii("pii"), pki("pki");
   partial.reorder_storage(lane, ii, key).compute_at(logits, ko).vectorize(lane);
-  partial.update()
-      .tile(ii, key, pio, pko, pii, pki, s.register_rows, s.register_vectors, TailStrategy::RoundUp)
-      .reorder(lane, pii, pki, dim_outer, pio, pko)
-      .vectorize(lane)
-      .unroll(pii)
-      .unroll(pki);
+  Halide::Stage tile_dots = partial.update().tile(ii, key, pio, pko, pii, pki, s.register_rows,
+                                                  s.register_vectors, TailStrategy::RoundUp);
+  if (interleaved) {
+    tile_dots.reorder(lane, pii, st.dim_half, pki, st.dim_chunk, pio, pko).unroll(st.dim_half);
+  } else {
+    tile_dots.reorder(lane, pii, pki, dim_outer, pio, pko);
+  }
+  tile_dots.vectorize(lane).unroll(pii).unroll(pki);
   // K streams with one prefetch per cache line, spread over the block's loads.
   // (A prefetch of a whole block at the block loop gets an empty region from
   // Halide 21 whenever the block's bounds are let-bound in its body.)
@@ -329,6 +339,11 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
     stages.key_pair = f.over_key_pairs.x;
     stages.prob_pairs = f.prob_pairs;
     stages.v_pairs = f.v_pairs;
+  }
+  if (p.interleaved_lanes > 0) {
+    stages.over_dim = f.over_dim_halves.x;
+    stages.dim_half = f.over_dim_halves.y;
+    stages.dim_chunk = f.over_dim_halves.z;
   }
   stages.key_prefetch = f.key_prefetch;
   stages.value_prefetch = f.value_prefetch;

@@ -17,8 +17,9 @@ struct AttentionPipeline {
   OnlineFuncs online;
   AttentionVars vars;
   TileVars tile_vars;
-  AttentionInputs inputs;  // what the form reads, for schedules that stage inputs
-  int grouped_heads = 1;   // TileShape::grouped_heads of the tiled forms
+  AttentionInputs inputs;     // what the form reads, for schedules that stage inputs
+  int grouped_heads = 1;      // TileShape::grouped_heads of the tiled forms
+  int interleaved_lanes = 0;  // TileShape::interleaved_lanes of the online form
   // The stages to schedule as outputs: the form's output (and weights), or
   // the Generator's Outputs that wrap them.
   Halide::Func output;

@@ -1,7 +1,9 @@
-// A paged cache's decoding kernel prefetches through its page table: each K
-// row in q.k's loop, and in P.V's loop the lines of V that its tile reads (V
-// prefetched with K is evicted before P.V reads it), for f32 and bf16 caches.
-// q.k and P.V loop over each page's positions with the page's table entry read outside.
+// The decoding kernels' lowered loops. A paged cache's kernel prefetches
+// through its page table: each K row in q.k's loop, and in P.V's loop the
+// lines of V that its tile reads (V prefetched with K is evicted before P.V
+// reads it), for f32 and bf16 caches. q.k and P.V loop over each page's
+// positions with the page's table entry read outside. q.k reads a bf16 K row
+// two vectors per load.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -151,6 +153,49 @@ TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) 
     EXPECT_GT(loops["logits"], 0) << "q.k's key loop is not split by page";
     EXPECT_GT(loops["pv_sum"], 0) << "P.V's key loop is not split by page";
     EXPECT_EQ(per_key_loads, 0);
+  }
+}
+
+// The lanes of each load of buffer k inside q.k's loops (its dot products' Func).
+class RecordKeyLoads : public IRMutator {
+ public:
+  explicit RecordKeyLoads(std::vector<int>* lanes) : lanes_(lanes) {}
+
+ private:
+  using IRMutator::visit;
+  std::vector<int>* lanes_;
+  std::vector<std::string> loops_;
+
+  Stmt visit(const For* op) override {
+    loops_.push_back(op->name);
+    Stmt result = IRMutator::visit(op);
+    loops_.pop_back();
+    return result;
+  }
+  Expr visit(const Load* op) override {
+    if (op->name == "k" && !loops_.empty() && loops_.back().rfind("scores", 0) == 0) {
+      lanes_->push_back(op->type.lanes());
+    }
+    return IRMutator::visit(op);
+  }
+};
+
+TEST(InterleavedBf16, QkReadsTwoVectorsOfABf16KeyRowPerLoad) {
+  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
+  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const int width = schedules::resolve_schedule(decode).vector_width;
+  // bf16 where the head dim is whole pairs of vectors; f32, and a head dim
+  // of 40, read a vector per load.
+  for (const auto& [text, lanes] : std::vector<std::pair<const char*, int>>{
+           {"causal.br.kpad.gqa32x8.d128.bf16", 2 * width},
+           {"causal.br.kpad.page16.gqa8x2.d64.bf16", 2 * width},
+           {"causal.br.kpad.gqa32x8.d128.f32", width},
+           {"causal.br.kpad.gqa8x2.d40.bf16", width}}) {
+    SCOPED_TRACE(text);
+    std::vector<int> found;
+    lower(text, decode, new RecordKeyLoads(&found));
+    ASSERT_FALSE(found.empty());
+    for (int n : found) EXPECT_EQ(n, lanes);
   }
 }
 
