@@ -28,14 +28,11 @@ struct Prefetch {
   std::string buffer, loop;  // the innermost loop around it
 };
 
-class RecordPrefetchLoops : public IRMutator {
- public:
-  explicit RecordPrefetchLoops(std::vector<Prefetch>* found) : found_(found) {}
-
- private:
+// A pass that knows the innermost loop around what it visits ("" outside any).
+class InnermostLoop : public IRMutator {
+ protected:
   using IRMutator::visit;
-  std::vector<Prefetch>* found_;
-  std::vector<std::string> loops_;
+  const std::string& innermost() const { return loops_.empty() ? none_ : loops_.back(); }
 
   Stmt visit(const For* op) override {
     loops_.push_back(op->name);
@@ -43,9 +40,23 @@ class RecordPrefetchLoops : public IRMutator {
     loops_.pop_back();
     return result;
   }
+
+ private:
+  std::vector<std::string> loops_;
+  const std::string none_;
+};
+
+class RecordPrefetchLoops : public InnermostLoop {
+ public:
+  explicit RecordPrefetchLoops(std::vector<Prefetch>* found) : found_(found) {}
+
+ private:
+  using InnermostLoop::visit;
+  std::vector<Prefetch>* found_;
+
   Expr visit(const Call* op) override {
     if (op->is_intrinsic(Call::prefetch)) {
-      found_->push_back({op->args[0].as<Variable>()->name, loops_.empty() ? "" : loops_.back()});
+      found_->push_back({op->args[0].as<Variable>()->name, innermost()});
     }
     return IRMutator::visit(op);
   }
@@ -157,25 +168,16 @@ TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) 
 }
 
 // The lanes of each load of buffer k inside q.k's loops (its dot products' Func).
-class RecordKeyLoads : public IRMutator {
+class RecordKeyLoads : public InnermostLoop {
  public:
   explicit RecordKeyLoads(std::vector<int>* lanes) : lanes_(lanes) {}
 
  private:
-  using IRMutator::visit;
+  using InnermostLoop::visit;
   std::vector<int>* lanes_;
-  std::vector<std::string> loops_;
 
-  Stmt visit(const For* op) override {
-    loops_.push_back(op->name);
-    Stmt result = IRMutator::visit(op);
-    loops_.pop_back();
-    return result;
-  }
   Expr visit(const Load* op) override {
-    if (op->name == "k" && !loops_.empty() && loops_.back().rfind("scores", 0) == 0) {
-      lanes_->push_back(op->type.lanes());
-    }
+    if (op->name == "k" && innermost().rfind("scores", 0) == 0) lanes_->push_back(op->type.lanes());
     return IRMutator::visit(op);
   }
 };
