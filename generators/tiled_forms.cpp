@@ -31,13 +31,24 @@ class QueryTile {
         last(Halide::min(query_of(t.it * shape.query_tile + shape.query_tile - 1),
                          inputs.q_len - 1)),
         row(Halide::min(i, inputs.q_len - 1)) {
-    Expr d = v.d;
-    if (lanes > 0) {  // TileShape::interleaved_lanes: the even elements, then the odd
-      const Expr in_chunk = v.d % (2 * lanes);
-      d = v.d - in_chunk + 2 * (in_chunk % lanes) + in_chunk / lanes;
-    }
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
-        AttentionTerms::to_f32(inputs.q(d, row, query_head, v.b)) * inputs.scale;
+        AttentionTerms::to_f32(inputs.q(head_element(v.d), row, query_head, v.b)) * inputs.scale;
+  }
+
+  // The head-dim element at position e of the Q copy, P.V and the state
+  // (TileShape::interleaved_lanes): vector e / lanes holds the even elements
+  // of 2 * lanes, or the odd ones. Divided by the lanes first, so that a
+  // vector of positions is a ramp of elements whatever the vector's index.
+  Expr head_element(const Expr& e) const {
+    if (lanes == 0) return e;
+    const Expr vector = e / lanes;
+    return 2 * lanes * (vector / 2) + 2 * (e % lanes) + vector % 2;
+  }
+  // The position of head-dim element d in that order. (Each term grows with
+  // d, so that the bounds of a range of d are those of its ends.)
+  Expr position_of(const Expr& d) const {
+    if (lanes == 0) return d;
+    return 2 * lanes * (d / (2 * lanes)) + lanes * (d % 2) + d % (2 * lanes) / 2;
   }
 
   // Keys past Lk (a partial last block or tile) read the last key and are masked.
@@ -167,14 +178,15 @@ StateValues state_at(const OnlineFuncs& f, const Expr& d, const Expr& ii, const 
 
 // The output of the online form: the running state of the tile's only key
 // split, or the states of all splits merged, normalized by the row sum.
+// `at` is the position of the output's element d in the state.
 void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const AttentionVars& v,
-                          const TileVars& t, const TileShape& shape) {
+                          const TileVars& t, const TileShape& shape, const Expr& at) {
   const int splits = shape.kv_splits;
   const OutputRow out(v, shape);
   const Expr &ii = out.ii, &it = out.it, &head = out.head;
   Expr final_acc, final_max, final_sum;
   if (splits == 1) {
-    const StateValues state = state_at(f, v.d, ii, 0, it, head, v.b);
+    const StateValues state = state_at(f, at, ii, 0, it, head, v.b);
     final_acc = state.acc;
     final_max = state.max;
     final_sum = state.sum;
@@ -190,9 +202,9 @@ void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const Att
     f.merged(v.d, t.ii, t.it, v.h, v.b) = {
         f.merged(v.d, t.ii, t.it, v.h, v.b)[0] + split.acc * weight,
         f.merged(v.d, t.ii, t.it, v.h, v.b)[1] + split.sum * weight};
-    final_acc = f.merged(v.d, ii, it, head, v.b)[0];
-    final_max = f.split_max(v.d, ii, it, head, v.b);
-    final_sum = f.merged(v.d, ii, it, head, v.b)[1];
+    final_acc = f.merged(at, ii, it, head, v.b)[0];
+    final_max = f.split_max(at, ii, it, head, v.b);
+    final_sum = f.merged(at, ii, it, head, v.b)[1];
   }
   f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
       Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
@@ -304,7 +316,8 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
     // Packed, a thread computes P.V a chunk of the state at a time, and the
     // chunk of the sum and max rounds up past head_dim: it reads the last column.
     const Expr d = shape.packed_state ? Halide::min(v.d, spec.head_dim - 1) : Expr(v.d);
-    Expr value = AttentionTerms::to_f32(tile.block_row(in.v, in.v_by_page, d, t.kb, KB, rj, v.b));
+    Expr value = AttentionTerms::to_f32(
+        tile.block_row(in.v, in.v_by_page, tile.head_element(d), t.kb, KB, rj, v.b));
     if (shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
       // Per line, so that a tile of P.V prefetches the lines it reads: V's
       // rows, read a strip at a time, are evicted before another strip's loop.
@@ -341,7 +354,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
         next.max, old.sum * next.old_factor + bsum * next.new_factor};
   }
 
-  define_online_output(f, terms, v, t, shape);
+  define_online_output(f, terms, v, t, shape, tile.position_of(v.d));
   return f;
 }
 

@@ -57,11 +57,12 @@ struct TileShape {
   // block but the last reads K and V without clamping the key. Off for GPU
   // schedules: the extra copy of a block's loops spills registers there.
   bool unclamped_steady_blocks = false;
-  // online q.k of bf16 K converted to f32 (0: off): a vector of this many
+  // online, bf16 K and V converted to f32 (0: off): a vector of this many
   // lanes takes the even or the odd elements of 2 * lanes consecutive
-  // head-dim elements of a K row, so that one load of 2 * lanes values is two
-  // f32 vectors, a shift and a mask each (a widening load per vector is a
-  // shuffle and a shift). The Q copy orders its head dim to match.
+  // head-dim elements of a K or V row, so that one load of 2 * lanes values
+  // is two f32 vectors, a shift and a blend (a widening load per vector is a
+  // shuffle and a shift). The Q copy, P.V and the running state order their
+  // head dim so; the output reads them back in order.
   int interleaved_lanes = 0;
 };
 
@@ -69,7 +70,7 @@ struct TileShape {
 // output read back from (d, ii, it) tile coordinates.
 struct QueryTileFuncs {
   // (ii, d, it, h, b) f32, q * scale, ii innermost; with interleaved_lanes,
-  // each 2 * lanes elements the even ones, then the odd ones.
+  // of each 2 * lanes elements the even ones, then the odd ones.
   Halide::Func q_tile{"q_tile"};
   // bf16_pairs: (p, ii, dh, it, h, b) bf16, q * scale at d = 2 dh + p.
   Halide::Func q_pairs{"q_pairs"};

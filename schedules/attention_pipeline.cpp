@@ -43,11 +43,11 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
     shape.prefetch_keys_ahead = std::max(1, kKeyPrefetchBytes / row_bytes);
     shape.prefetch_values_ahead = prefetch_distance(schedule);
   }
-  // bf16 K rows read two vectors per load where q.k takes one vector of the
-  // head dim at a time (the online form's dots along the head dim): decoding
-  // B1 H32 Hkv8 D128 bf16 on Zen 3, caches evicted, timed in one process
-  // against the widening loads: 0.95x the time at Lk 8192, 0.99x at 32768;
-  // with 16-position pages, 0.93x and 0.91x.
+  // bf16 K and V rows read two vectors per load where q.k and P.V take one
+  // vector of the head dim at a time (the online form's dots along the head
+  // dim): decoding B1 H32 Hkv8 D128 bf16 on Zen 3, caches evicted, timed in
+  // one process against widening loads: 0.95x the time at Lk 8192 and 32768,
+  // with 16-position pages 0.92x and 0.95x.
   if (schedule.form == Form::online && spec.dtype == DType::bf16 && !schedule.bf16_dots &&
       schedule.dot_axis == DotAxis::head_dim && !is_gpu_schedule(schedule) &&
       spec.head_dim % (2 * schedule.vector_width) == 0) {

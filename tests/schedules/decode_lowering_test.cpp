@@ -2,8 +2,8 @@
 // through its page table: each K row in q.k's loop, and in P.V's loop the
 // lines of V that its tile reads (V prefetched with K is evicted before P.V
 // reads it), for f32 and bf16 caches. q.k and P.V loop over each page's
-// positions with the page's table entry read outside. q.k reads a bf16 K row
-// two vectors per load.
+// positions with the page's table entry read outside. q.k and P.V read a
+// bf16 K or V row two vectors per load.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -167,22 +167,26 @@ TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) 
   }
 }
 
-// The lanes of each load of buffer k inside q.k's loops (its dot products' Func).
-class RecordKeyLoads : public InnermostLoop {
+// The lanes of each load of `buffer` inside the loops of Func `func`.
+class RecordLoadLanes : public InnermostLoop {
  public:
-  explicit RecordKeyLoads(std::vector<int>* lanes) : lanes_(lanes) {}
+  RecordLoadLanes(std::string buffer, std::string func, std::vector<int>* lanes)
+      : buffer_(std::move(buffer)), func_(std::move(func)), lanes_(lanes) {}
 
  private:
   using InnermostLoop::visit;
+  const std::string buffer_, func_;
   std::vector<int>* lanes_;
 
   Expr visit(const Load* op) override {
-    if (op->name == "k" && innermost().rfind("scores", 0) == 0) lanes_->push_back(op->type.lanes());
+    if (op->name == buffer_ && innermost().rfind(func_, 0) == 0) {
+      lanes_->push_back(op->type.lanes());
+    }
     return IRMutator::visit(op);
   }
 };
 
-TEST(InterleavedBf16, QkReadsTwoVectorsOfABf16KeyRowPerLoad) {
+TEST(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
   const std::string decode = "decode_" + testing::preset_for("online").substr(7);
   const int width = schedules::resolve_schedule(decode).vector_width;
@@ -193,11 +197,13 @@ TEST(InterleavedBf16, QkReadsTwoVectorsOfABf16KeyRowPerLoad) {
            {"causal.br.kpad.page16.gqa8x2.d64.bf16", 2 * width},
            {"causal.br.kpad.gqa32x8.d128.f32", width},
            {"causal.br.kpad.gqa8x2.d40.bf16", width}}) {
-    SCOPED_TRACE(text);
-    std::vector<int> found;
-    lower(text, decode, new RecordKeyLoads(&found));
-    ASSERT_FALSE(found.empty());
-    for (int n : found) EXPECT_EQ(n, lanes);
+    for (const auto& [buffer, func] : {std::pair{"k", "scores"}, std::pair{"v", "pv_sum"}}) {
+      SCOPED_TRACE(std::string(text) + " " + buffer);
+      std::vector<int> found;
+      lower(text, decode, new RecordLoadLanes(buffer, func, &found));
+      ASSERT_FALSE(found.empty());
+      for (int n : found) EXPECT_EQ(n, lanes);
+    }
   }
 }
 
