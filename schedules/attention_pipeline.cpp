@@ -46,8 +46,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   // bf16 K and V rows read two vectors per load where q.k and P.V take one
   // vector of the head dim at a time (the online form's dots along the head
   // dim): decoding B1 H32 Hkv8 D128 bf16 on Zen 3, caches evicted, timed in
-  // one process against widening loads: 0.95x the time at Lk 8192 and 32768,
-  // with 16-position pages 0.92x and 0.95x.
+  // one process against widening loads: 0.95x-0.98x the time.
   if (schedule.form == Form::online && spec.dtype == DType::bf16 && !schedule.bf16_dots &&
       schedule.dot_axis == DotAxis::head_dim && !is_gpu_schedule(schedule) &&
       spec.head_dim % (2 * schedule.vector_width) == 0) {
