@@ -139,8 +139,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   // A contiguous cache's rows, for schedules that prefetch them row by row.
   void read_rows(AttentionInputs& in) {
     Halide::Var j("j"), h("h"), b("b");
-    for (auto [row, buffer, input, name] : {std::tuple{&in.k_row, &in.k_pages, k_, "k_row"},
-                                            std::tuple{&in.v_row, &in.v_pages, v_, "v_row"}}) {
+    for (auto [row, buffer, input, name] : {std::tuple{&in.k_row, &in.k_row_buffer, k_, "k_row"},
+                                            std::tuple{&in.v_row, &in.v_row_buffer, v_, "v_row"}}) {
       Halide::Func row_offset(name);
       row_offset(j, h, b) = element_offset(*input, {0, j, h, b});
       *row = row_offset;
@@ -168,8 +168,9 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const Expr pages = k_->dim(3).extent(), entries = page_table_->dim(0).extent();
     Halide::Var d("d"), j("j"), h("h"), b("b"), position("position"), entry("entry");
     for (auto [paged, by_page, row, buffer, input, name] :
-         {std::tuple{&in.k, &in.k_by_page, &in.k_row, &in.k_pages, k_, std::string("k_pages")},
-          std::tuple{&in.v, &in.v_by_page, &in.v_row, &in.v_pages, v_, std::string("v_pages")}}) {
+         {std::tuple{&in.k, &in.k_by_page, &in.k_row, &in.k_row_buffer, k_, std::string("k_pages")},
+          std::tuple{&in.v, &in.v_by_page, &in.v_row, &in.v_row_buffer, v_,
+                     std::string("v_pages")}}) {
       Halide::Func cache(name), cache_by_page(name + "_by_page"), row_offset(name + "_row");
       auto page_of = [&](const Expr& e) {
         return Halide::clamp((*page_table_)(Halide::clamp(e, 0, entries - 1), b), 0, pages - 1);

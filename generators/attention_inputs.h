@@ -27,10 +27,10 @@ struct AttentionInputs {
   // The K and V buffers k and v read, for schedules that prefetch them;
   // undefined where k and v are computed (a paged cache).
   Halide::Parameter k_buffer, v_buffer;
-  // The K and V buffers (a paged cache: its page buffers), and (j, h, b) the
-  // element offset of key j's row in them, for schedules that prefetch row by
-  // row (row_prefetch.h), through the page table where there is one.
-  Halide::Parameter k_pages, v_pages;
+  // The buffers K and V rows lie in (a paged cache: its page buffers), and
+  // (j, h, b) the element offset of key j's row in them, for schedules that
+  // prefetch row by row (row_prefetch.h), through the page table where there is one.
+  Halide::Parameter k_row_buffer, v_row_buffer;
   Halide::Func k_row, v_row;
   // A paged cache: positions per page (0 for a contiguous cache), and k and v
   // as (d, position in page, page table entry, kv head, batch), so that a form

@@ -290,7 +290,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
   if (shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
     const Expr ahead = tile.cache_key(j + shape.prefetch_keys_ahead);
     f.key_prefetch(t.jj, t.kb, v.h, v.b) =
-        prefetch_rows({{in.k_pages, in.k_row(ahead, kvh, v.b), spec.head_dim}});
+        prefetch_rows({{in.k_row_buffer, in.k_row(ahead, kvh, v.b), spec.head_dim}});
     logit += f.key_prefetch(t.jj, t.kb, v.h, v.b);
   }
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) = logit;
@@ -324,7 +324,7 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       const int line = kCacheLineBytes / storage_type_of(spec.dtype).bytes();
       const Expr ahead = tile.cache_key(j + shape.prefetch_values_ahead);
       f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
-          prefetch_rows({{in.v_pages, in.v_row(ahead, kvh, v.b) + v.d * line, line}});
+          prefetch_rows({{in.v_row_buffer, in.v_row(ahead, kvh, v.b) + v.d * line, line}});
       value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);
     }
     f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) * value;
