@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "spec/kernel_arguments.h"
 #include "spec/key_range.h"
 
 namespace attnforge::bench {
@@ -29,7 +30,7 @@ double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_l
   const KeyRange<long> first = query_keys(spec, 0, q_len, kv_len);
   const KeyRange<long> last = query_keys(spec, q_len - 1, q_len, kv_len);
   const long seen_keys = std::max(0L, last.end - first.begin);  // ranges move right with the row
-  const double element = spec.dtype == DType::f32 ? 4.0 : 2.0;
+  const double element = halide_type_of(spec.dtype).bytes();
   const double rows = double(batch) * spec.heads * q_len * spec.head_dim;  // Q, and the output
   const double keys = double(batch) * spec.kv_heads * seen_keys * spec.head_dim;  // K, and V
   double bytes = element * 2.0 * (rows + keys);

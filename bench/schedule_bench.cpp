@@ -315,11 +315,10 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
 void ScheduleBench::measure_page_reads(int threads) {
   for (const auto& c : cases_) {
     if (!c->spec.paged() || c->bytes <= 0) continue;
-    const int element = c->spec.dtype == DType::f32 ? 4 : 2;
-    const int bytes = c->spec.page_size * c->spec.head_dim * element;
+    const int bytes = c->spec.page_size * c->spec.head_dim * halide_type_of(c->spec.dtype).bytes();
     if (page_reads_.count({threads, bytes})) continue;
-    page_reads_[{threads, bytes}] = measure_piece_read_bandwidth(threads, bytes);
-    const PieceReadBandwidth& reads = page_reads_[{threads, bytes}];
+    const PieceReadBandwidth reads = measure_piece_read_bandwidth(threads, bytes);
+    page_reads_[{threads, bytes}] = reads;
     fmt::print(stderr,
                "Reads of {}-byte pieces, {} threads: {:.1f} GB/s shuffled, {:.1f} in order\n",
                bytes, threads, reads.shuffled, reads.in_order);
