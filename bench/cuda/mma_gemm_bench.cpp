@@ -21,8 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "attnforge_mma_gemm.h"
-#include "attnforge_mma_gemm_4x4.h"
+#include "attnforge_mma_gemm_2x4_w1x1.h"
+#include "attnforge_mma_gemm_2x4_w2x2.h"
+#include "attnforge_mma_gemm_4x4_w1x1.h"
+#include "attnforge_mma_gemm_4x4_w2x2.h"
 #include "runtime/src/cuda_driver.h"
 #include "spec/half_precision.h"
 
@@ -168,12 +170,12 @@ int main(int argc, char** argv) {
   CLI::App app{"The tensor-core GEMM prototype against cuBLAS (f16 in, f32 accumulation)"};
   int size = 4096, runs = 20;
   std::string json_path;
-  app.add_option("--size", size, "M = N = K, a multiple of 64")->check(CLI::PositiveNumber);
+  app.add_option("--size", size, "M = N = K, a multiple of 128")->check(CLI::PositiveNumber);
   app.add_option("--runs", runs, "timed runs per implementation")->check(CLI::PositiveNumber);
   app.add_option("--json", json_path, "write the rows here");
   CLI11_PARSE(app, argc, argv);
-  if (size % 64 != 0) {
-    std::fprintf(stderr, "--size: %d is not a multiple of 64\n", size);
+  if (size % 128 != 0) {
+    std::fprintf(stderr, "--size: %d is not a multiple of 128\n", size);
     return 2;
   }
   std::string why;
@@ -182,17 +184,21 @@ int main(int argc, char** argv) {
     return 3;
   }
   const Matrices m = random_matrices(size);
-  std::vector<Row> rows = {run_cublas(m, runs),
-                           run_ours(m, attnforge_mma_gemm, "mma_gemm_2x4", 2, 4, runs),
-                           run_ours(m, attnforge_mma_gemm_4x4, "mma_gemm_4x4", 4, 4, runs)};
+  // Ours: mma tiles per warp, then warps per block (M x N).
+  std::vector<Row> rows = {
+      run_cublas(m, runs),
+      run_ours(m, attnforge_mma_gemm_2x4_w1x1, "mma_gemm_2x4_w1x1", 2, 4, runs),
+      run_ours(m, attnforge_mma_gemm_4x4_w1x1, "mma_gemm_4x4_w1x1", 4, 4, runs),
+      run_ours(m, attnforge_mma_gemm_2x4_w2x2, "mma_gemm_2x4_w2x2", 2, 4, runs),
+      run_ours(m, attnforge_mma_gemm_4x4_w2x2, "mma_gemm_4x4_w2x2", 4, 4, runs)};
   // Entries with f16 inputs and f32 accumulation: a relative error well under 1e-3.
   constexpr double kTolerance = 1e-3;
   nlohmann::json out = nlohmann::json::array();
   bool wrong = false;
-  std::printf("%-14s %6s %10s %8s %10s %12s\n", "impl", "size", "ms", "TFLOP/s", "vs cuBLAS",
+  std::printf("%-18s %6s %10s %8s %10s %12s\n", "impl", "size", "ms", "TFLOP/s", "vs cuBLAS",
               "max rel err");
   for (const Row& r : rows) {
-    std::printf("%-14s %6d %10.3f %8.1f %9.2fx %12.2e\n", r.impl.c_str(), size, r.ms, r.tflops,
+    std::printf("%-18s %6d %10.3f %8.1f %9.2fx %12.2e\n", r.impl.c_str(), size, r.ms, r.tflops,
                 rows[0].ms / r.ms, r.error);
     wrong = wrong || !(r.error < kTolerance);
     out.push_back({{"impl", r.impl},

@@ -128,14 +128,26 @@ TEST(TensorCoreCalls, ACallAfterAnArgumentChangesGetsItsOwnMma) {
   EXPECT_EQ(count(linked, "mma.sync"), calls) << linked;
 }
 
-// The GEMM prototype's PTX (generators/mma_gemm_generator.cpp).
-std::string mma_gemm_ptx(int warp_tiles_m, int warp_tiles_n) {
-  const Target target("host-cuda-cuda_capability_80");
-  auto generator = Internal::GeneratorRegistry::create("mma_gemm", GeneratorContext(target));
-  generator->set_generatorparam_value("warp_tiles_m", std::to_string(warp_tiles_m));
-  generator->set_generatorparam_value("warp_tiles_n", std::to_string(warp_tiles_n));
-  Pipeline pipeline = generator->build_pipeline();
-  return module_ptx(pipeline.compile_to_module(pipeline.infer_arguments(), "mma_gemm", target));
+// The GEMM prototype (generators/mma_gemm_generator.cpp): mma tiles per
+// warp and warps per block, each M x N.
+struct MmaGemmShape {
+  int tiles_m, tiles_n, warps_m = 1, warps_n = 1;
+};
+
+const Target kCuda80("host-cuda-cuda_capability_80");
+
+Pipeline mma_gemm_pipeline(const MmaGemmShape& shape) {
+  auto generator = Internal::GeneratorRegistry::create("mma_gemm", GeneratorContext(kCuda80));
+  generator->set_generatorparam_value("warp_tiles_m", std::to_string(shape.tiles_m));
+  generator->set_generatorparam_value("warp_tiles_n", std::to_string(shape.tiles_n));
+  generator->set_generatorparam_value("warps_m", std::to_string(shape.warps_m));
+  generator->set_generatorparam_value("warps_n", std::to_string(shape.warps_n));
+  return generator->build_pipeline();
+}
+
+std::string mma_gemm_ptx(const MmaGemmShape& shape) {
+  Pipeline pipeline = mma_gemm_pipeline(shape);
+  return module_ptx(pipeline.compile_to_module(pipeline.infer_arguments(), "mma_gemm", kCuda80));
 }
 
 // The instructions of the innermost loop of an nvdisasm listing: from the
@@ -167,30 +179,53 @@ int count_lines(const std::vector<std::string>& lines, const std::string& what) 
 }
 
 // Its hot loop is mma and loads: per iteration (two steps of k) one HMMA
-// per tile and step, no call, no local memory.
+// per tile and step; one 128-bit load per column of B and one 32-bit load
+// per word of A (a fragment's words come from two rows, so wider loads of
+// A would cost moves to put them in fragment order); no call or local
+// memory. Whatever the warps per block.
 TEST(TensorCoreCalls, TheGemmLoopIsOneHmmaPerTileAndStep) {
   if (!has_assembler_tools()) GTEST_SKIP() << "needs ptxas and nvdisasm";
-  const std::string ptx = mma_gemm_ptx(2, 4);
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    const std::optional<std::string> sass = assembled_sass(ptx, "mma_gemm", arch);
-    ASSERT_TRUE(sass) << arch;
-    const std::vector<std::string> loop = hot_loop(*sass);
-    EXPECT_EQ(count_lines(loop, "HMMA.16816.F32"), 2 * 2 * 4) << arch << "\n" << *sass;
-    EXPECT_EQ(count_lines(loop, "CALL"), 0) << arch;
-    EXPECT_EQ(count_lines(loop, "LDL") + count_lines(loop, "STL"), 0) << arch;
+  for (const MmaGemmShape& shape : {MmaGemmShape{2, 4}, MmaGemmShape{2, 4, 2, 2}}) {
+    const std::string ptx = mma_gemm_ptx(shape);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      const std::optional<std::string> sass = assembled_sass(ptx, "mma_gemm", arch);
+      ASSERT_TRUE(sass) << arch;
+      const std::vector<std::string> loop = hot_loop(*sass);
+      const int steps = 2, a_words_per_step = 2 * 2 * 2;  // 2 tiles, 2 rows, 2 words
+      EXPECT_EQ(count_lines(loop, "HMMA.16816.F32"), steps * 2 * 4) << arch << "\n" << *sass;
+      EXPECT_EQ(count_lines(loop, "LDG.E.128"), 4) << arch;
+      EXPECT_EQ(count_lines(loop, "LDG"), 4 + steps * a_words_per_step) << arch;
+      EXPECT_LE(count_lines(loop, "MOV"), 2) << arch;  // loop bookkeeping, no fragment moves
+      EXPECT_EQ(count_lines(loop, "CALL"), 0) << arch;
+      EXPECT_EQ(count_lines(loop, "LDL") + count_lines(loop, "STL"), 0) << arch;
+    }
   }
 }
 
-// Recorded: the prototype's PTX from Halide 21 (warp tiles 2 x 4), as the
-// link step gets it: 64 calls, a lo and hi call per mma.
+// A block is its warps_m x warps_n warps, in one kernel.
+TEST(TensorCoreCalls, TheGemmBlockIsItsWarps) {
+  for (const MmaGemmShape& shape : {MmaGemmShape{2, 4}, MmaGemmShape{4, 4, 2, 2}}) {
+    Pipeline pipeline = mma_gemm_pipeline(shape);
+    const std::string path = testing::TempDir() + "mma_gemm.stmt";
+    pipeline.compile_to_lowered_stmt(path, pipeline.infer_arguments(), Text, kCuda80);
+    std::stringstream stmt;
+    stmt << std::ifstream(path).rdbuf();
+    const std::vector<CudaLaunch> launches = parse_cuda_launches(stmt.str());
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ(launches[0].threads, 32 * shape.warps_m * shape.warps_n);
+  }
+}
+
+// Recorded: the prototype's PTX from Halide 21 (warp tiles 2 x 4, one warp),
+// as the link step gets it: 32 calls, a lo and hi call per mma.
 TEST(TensorCoreCalls, LinksTheRecordedGemmPtx) {
   std::ifstream file(ATTNFORGE_TEST_DATA "/mma_gemm_sm80.ptx");
   std::stringstream text;
   text << file.rdbuf();
   const std::string ptx = text.str();
-  ASSERT_EQ(count(ptx, "call.uni"), 64);
+  ASSERT_EQ(count(ptx, "call.uni"), 32);
   const std::string linked = link_ptx_functions(ptx);
-  EXPECT_EQ(count(linked, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 32);
+  EXPECT_EQ(count(linked, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 16);
   EXPECT_EQ(count(linked, "call.uni"), 0);
   EXPECT_EQ(count(linked, ".extern"), 0);
   EXPECT_EQ(link_ptx_functions(ptx), linked);

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "attnforge_mma_gemm.h"
+#include "attnforge_mma_gemm_2x4_w1x1.h"
 #include "runtime/src/cuda_driver.h"
 #include "spec/cuda_register_limit.h"
 #include "tests/runtime/stand_in_cuda.h"
@@ -37,7 +37,7 @@ TEST(CudaModuleLoad, TheMmaGemmLoadsWithItsPtxFunctionsLinked) {
                                      {0, 2, 8 * N},   {0, 8, N},          {0, 2, 16 * N},
                                      {0, N / 32, 32}, {0, M / 32, 32 * N}};
   Buffer<float, 8> c(c_storage.data(), 8, dims);
-  ASSERT_EQ(attnforge_mma_gemm(a, b, c), 0);
+  ASSERT_EQ(attnforge_mma_gemm_2x4_w1x1(a, b, c), 0);
   const char* image = loaded_image();
   ASSERT_NE(image, nullptr) << "the stand-in driver is not loaded";
   const std::string ptx = image;
