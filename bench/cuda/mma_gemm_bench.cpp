@@ -1,7 +1,10 @@
 // The tensor-core GEMM prototype against cuBLAS, f16 inputs and f32
 // accumulation, C = A B at M = N = K (4096 by default), in one process:
 // median times, TFLOP/s, and each result checked against a double-precision
-// reference at sampled entries. Needs a CUDA GPU; exits 3 without one.
+// reference at sampled entries. Each variant runs twice: on the full
+// operands, and with every row of A and column of B the first (read at a
+// stride of 0, so resident in L1): the most its instructions allow. Needs a
+// CUDA GPU; exits 3 without one, 1 on a wrong or failed result.
 //
 // usage: bench_mma_gemm [--size N] [--runs R] [--json FILE]
 #include <HalideBuffer.h>
@@ -14,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -85,18 +89,39 @@ double median_ms(const std::function<void()>& run, const std::function<void()>& 
 
 struct Row {
   std::string impl;
+  bool resident;  // operands one row of A and one column of B
   double ms, tflops, error;
 };
+
+// The same product with every row of A its first row and every column of B
+// its first column: as a kernel reads them through a stride of 0, the
+// operands stay in L1 and the time is the kernel's own instructions.
+Matrices first_row_and_column(const Matrices& m) {
+  Matrices resident = m;
+  const size_t n = m.n;
+  for (size_t i = 1; i < n; ++i) {
+    std::copy_n(m.a.begin(), n, resident.a.begin() + i * n);
+    std::copy_n(m.b.begin(), n, resident.b.begin() + i * n);
+  }
+  return resident;
+}
 
 using Kernel = int (*)(halide_buffer_t*, halide_buffer_t*, halide_buffer_t*);
 
 // Ours, warp tiles of `tm` x `tn` mma tiles: C's (e, t, ni, h, g, mi, wn, wm)
-// view of row-major M x N storage, as the generator lays it out.
-Row run_ours(const Matrices& m, Kernel kernel, const char* name, int tm, int tn, int runs) {
+// view of row-major M x N storage, as the generator lays it out. With
+// `resident`, A and B are their first row and column at a stride of 0
+// (m from first_row_and_column).
+Row run_ours(const Matrices& m, bool resident, Kernel kernel, const char* name, int tm, int tn,
+             int runs) {
   const int n = m.n;
-  Buffer<uint32_t, 2> a(n / 2, n), b(n / 2, n);
-  std::memcpy(a.data(), m.a.data(), m.a.size() * 2);
-  std::memcpy(b.data(), m.b.data(), m.b.size() * 2);
+  const int row_stride = resident ? 0 : n / 2;
+  std::vector<uint32_t> a_words(resident ? n / 2 : size_t(n) * n / 2),
+      b_words(resident ? n / 2 : size_t(n) * n / 2);
+  std::memcpy(a_words.data(), m.a.data(), a_words.size() * 4);
+  std::memcpy(b_words.data(), m.b.data(), b_words.size() * 4);
+  const halide_dimension_t operand_dims[] = {{0, n / 2, 1}, {0, n, row_stride}};
+  Buffer<uint32_t, 2> a(a_words.data(), 2, operand_dims), b(b_words.data(), 2, operand_dims);
   std::vector<float> c_storage(size_t(n) * n, 0.f);
   const halide_dimension_t dims[] = {{0, 2, 1},
                                      {0, 4, 2},
@@ -124,7 +149,7 @@ Row run_ours(const Matrices& m, Kernel kernel, const char* name, int tm, int tn,
   c.copy_to_host();
   const double error =
       sampled_error(m, [&](int row, int column) { return c_storage[size_t(row) * n + column]; });
-  return {name, ms, 2.0 * n * n * n / ms / 1e9, error};
+  return {name, resident, ms, 2.0 * n * n * n / ms / 1e9, error};
 }
 
 #define CHECK_CUDA(call)                                                       \
@@ -161,7 +186,7 @@ Row run_cublas(const Matrices& m, int runs) {
   cudaFree(c);
   const double error =
       sampled_error(m, [&](int row, int column) { return result[size_t(row) * n + column]; });
-  return {"cublas", ms, 2.0 * n * n * n / ms / 1e9, error};
+  return {"cublas", false, ms, 2.0 * n * n * n / ms / 1e9, error};
 }
 
 }  // namespace
@@ -183,32 +208,56 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no CUDA device: %s\n", why.c_str());
     return 3;
   }
-  const Matrices m = random_matrices(size);
-  // Ours: mma tiles per warp, then warps per block (M x N).
-  std::vector<Row> rows = {
-      run_cublas(m, runs),
-      run_ours(m, attnforge_mma_gemm_2x4_w1x1, "mma_gemm_2x4_w1x1", 2, 4, runs),
-      run_ours(m, attnforge_mma_gemm_4x4_w1x1, "mma_gemm_4x4_w1x1", 4, 4, runs),
-      run_ours(m, attnforge_mma_gemm_2x4_w2x2, "mma_gemm_2x4_w2x2", 2, 4, runs),
-      run_ours(m, attnforge_mma_gemm_4x4_w2x2, "mma_gemm_4x4_w2x2", 4, 4, runs)};
+  const Matrices m = random_matrices(size), resident = first_row_and_column(m);
+  // Ours: mma tiles per warp, then warps per block (M x N); each also with
+  // its operands resident, the most it could do with no memory traffic.
+  struct Variant {
+    Kernel kernel;
+    const char* name;
+    int tm, tn;
+  };
+  const Variant variants[] = {{attnforge_mma_gemm_2x4_w1x1, "mma_gemm_2x4_w1x1", 2, 4},
+                              {attnforge_mma_gemm_4x4_w1x1, "mma_gemm_4x4_w1x1", 4, 4},
+                              {attnforge_mma_gemm_2x4_w2x2, "mma_gemm_2x4_w2x2", 2, 4},
+                              {attnforge_mma_gemm_4x4_w2x2, "mma_gemm_4x4_w2x2", 4, 4}};
+  std::vector<Row> rows = {run_cublas(m, runs)};
+  // A variant that fails is reported and costs only its own row.
+  nlohmann::json failures = nlohmann::json::array();
+  for (bool is_resident : {false, true}) {
+    for (const Variant& v : variants) {
+      try {
+        rows.push_back(
+            run_ours(is_resident ? resident : m, is_resident, v.kernel, v.name, v.tm, v.tn, runs));
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "%s (%s): %s\n", v.name, is_resident ? "resident" : "full",
+                     error.what());
+        failures.push_back({{"impl", v.name},
+                            {"operands", is_resident ? "resident" : "full"},
+                            {"error", error.what()}});
+      }
+    }
+  }
   // Entries with f16 inputs and f32 accumulation: a relative error well under 1e-3.
   constexpr double kTolerance = 1e-3;
   nlohmann::json out = nlohmann::json::array();
   bool wrong = false;
-  std::printf("%-18s %6s %10s %8s %10s %12s\n", "impl", "size", "ms", "TFLOP/s", "vs cuBLAS",
-              "max rel err");
+  std::printf("%-18s %-9s %6s %10s %8s %10s %12s\n", "impl", "operands", "size", "ms", "TFLOP/s",
+              "vs cuBLAS", "max rel err");
   for (const Row& r : rows) {
-    std::printf("%-18s %6d %10.3f %8.1f %9.2fx %12.2e\n", r.impl.c_str(), size, r.ms, r.tflops,
-                rows[0].ms / r.ms, r.error);
+    std::printf("%-18s %-9s %6d %10.3f %8.1f %9.2fx %12.2e\n", r.impl.c_str(),
+                r.resident ? "resident" : "full", size, r.ms, r.tflops, rows[0].ms / r.ms, r.error);
     wrong = wrong || !(r.error < kTolerance);
     out.push_back({{"impl", r.impl},
+                   {"operands", r.resident ? "resident" : "full"},
                    {"size", size},
                    {"ms_median", r.ms},
                    {"tflops", r.tflops},
                    {"vs_cublas", rows[0].ms / r.ms},
                    {"max_relative_error", r.error}});
   }
+  for (const nlohmann::json& failure : failures) out.push_back(failure);
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(1) << "\n";
+  wrong = wrong || !failures.empty();
   if (wrong) std::fprintf(stderr, "a result is off by more than %g\n", kTolerance);
   return wrong ? 1 : 0;
 }

@@ -13,6 +13,7 @@ constexpr int kSuccess = 0;
 constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
 int handle_storage;                 // what every context and module handle points at
 int allocations = 0;
+int allocated_bytes = 0;
 int max_registers = -1;  // CU_JIT_MAX_REGISTERS of the last module load, -1 before one
 uint64_t next_address = uint64_t{1} << 40;  // device addresses handed out, never reused
 std::string image;                          // the PTX of the last module load
@@ -82,6 +83,7 @@ extern "C" int cuCtxGetApiVersion(void*, unsigned* version) {
 
 extern "C" int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
   ++allocations;
+  allocated_bytes += static_cast<int>(bytes);
   *address = next_address;
   next_address += (bytes + 255) / 256 * 256 + 256;
   return kSuccess;
@@ -115,4 +117,9 @@ extern "C" const char* stand_in_module_image() {
 // For tests: the cuMemAlloc calls so far.
 extern "C" int stand_in_device_allocations() {
   return allocations;
+}
+
+// For tests: the bytes cuMemAlloc was asked for so far.
+extern "C" int stand_in_device_allocated_bytes() {
+  return allocated_bytes;
 }

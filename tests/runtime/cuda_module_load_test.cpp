@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "attnforge_mma_gemm_2x4_w1x1.h"
 #include "runtime/src/cuda_driver.h"
@@ -45,6 +46,29 @@ TEST(CudaModuleLoad, TheMmaGemmLoadsWithItsPtxFunctionsLinked) {
   EXPECT_EQ(ptx.find("call.uni"), std::string::npos);
   EXPECT_EQ(ptx.find(".extern .func"), std::string::npos);
   EXPECT_EQ(stand_in_driver_record("stand_in_module_register_limit"), kCudaRegisterLimit);
+}
+
+// The benchmark's cache-resident run: every row of A and column of B the
+// first, read at a stride of 0. The call passes the GEMM's checks, and the
+// device holds one row of each operand.
+TEST(CudaModuleLoad, TheMmaGemmTakesOperandsReadAtAStrideOfZero) {
+  ASSERT_TRUE(runtime::cuda_device_available(nullptr));
+  constexpr int M = 64, N = 64, K = 64;
+  std::vector<uint32_t> a_row(K / 2, 0), b_column(K / 2, 0);
+  const halide_dimension_t a_dims[] = {{0, K / 2, 1}, {0, M, 0}},
+                           b_dims[] = {{0, K / 2, 1}, {0, N, 0}};
+  Buffer<uint32_t, 2> a(a_row.data(), 2, a_dims), b(b_column.data(), 2, b_dims);
+  a.set_host_dirty();
+  b.set_host_dirty();
+  std::vector<float> c_storage(M * N, -1.f);
+  const halide_dimension_t dims[] = {{0, 2, 1},       {0, 4, 2},          {0, 4, 8},
+                                     {0, 2, 8 * N},   {0, 8, N},          {0, 2, 16 * N},
+                                     {0, N / 32, 32}, {0, M / 32, 32 * N}};
+  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  const int bytes_before = stand_in_driver_record("stand_in_device_allocated_bytes");
+  ASSERT_EQ(attnforge_mma_gemm_2x4_w1x1(a, b, c), 0);
+  EXPECT_EQ(stand_in_driver_record("stand_in_device_allocated_bytes") - bytes_before,
+            2 * K / 2 * 4 + M * N * 4);
 }
 
 }  // namespace
