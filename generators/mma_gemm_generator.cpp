@@ -65,9 +65,15 @@ class MmaGemmGenerator : public Halide::Generator<MmaGemmGenerator> {
                mma_fragment_row<Expr>((wm * tm + mi) * 16, lane, half));
     };
     auto b_word = [&](int second) { return b_words(step_word + second, lane, ni, wn, j); };
+    // Without CUDA (tests on the CPU) the mma is emulated from the same words
+    // and the blocks, warps and lanes are loops.
+    const bool cuda = get_target().has_feature(Halide::Target::CUDA);
+    const std::array<Expr, 4> a_words = {a_word(0, 0), a_word(0, 1), a_word(1, 0), a_word(1, 1)};
+    const std::array<Expr, 2> b_words_of_step = {b_word(0), b_word(1)};
+    const std::array<Expr, 4> c_words = {before(0), before(1), before(2), before(3)};
     const std::array<Expr, 4> d =
-        mma_m16n8k16(MmaInput::f16, {a_word(0, 0), a_word(0, 1), a_word(1, 0), a_word(1, 1)},
-                     {b_word(0), b_word(1)}, {before(0), before(1), before(2), before(3)});
+        cuda ? mma_m16n8k16(MmaInput::f16, a_words, b_words_of_step, c_words)
+             : emulated_mma_m16n8k16(MmaInput::f16, lane, a_words, b_words_of_step, c_words);
     acc(lane, mi, ni, wm, wn, 1 - k.x) = Halide::Tuple(d[0], d[1], d[2], d[3]);
 
     // Lane 4g + t holds C at rows g and g + 8 of each tile, columns 2t and
@@ -87,9 +93,12 @@ class MmaGemmGenerator : public Halide::Generator<MmaGemmGenerator> {
         .unroll(e)
         .unroll(h)
         .unroll(ni)
-        .unroll(mi)
-        .gpu_blocks(wn_block, wm_block)
-        .gpu_threads(lane_v, wn, wm);
+        .unroll(mi);
+    if (cuda) {
+      c.gpu_blocks(wn_block, wm_block).gpu_threads(lane_v, wn, wm);
+    } else {
+      c.parallel(wm_block);
+    }
     acc.compute_at(c, lane_v).bound(parity, 0, 2).unroll(mi).unroll(ni).unroll(parity);
     acc.update().reorder(lane, mi, ni, wm, wn, k.x, k.y).unroll(k.x).unroll(mi).unroll(ni);
     b_words.compute_at(acc, k.y)

@@ -35,4 +35,43 @@ std::array<Expr, 4> mma_m16n8k16(MmaInput input, const std::array<Expr, 4>& a,
   return {low_f32(lo), high_f32(lo), low_f32(hi), high_f32(hi)};
 }
 
+namespace {
+
+// Element `which` (0: the low 16 bits) of a word of two f16 or bf16, as f32.
+Expr word_element(MmaInput input, const Expr& word, int which) {
+  const Expr bits =
+      Halide::cast<uint16_t>(Halide::reinterpret(Halide::UInt(32), word) >> (16 * which));
+  return Halide::cast<float>(
+      Halide::reinterpret(input == MmaInput::f16 ? Halide::Float(16) : Halide::BFloat(16), bits));
+}
+
+}  // namespace
+
+std::array<Expr, 4> emulated_mma_m16n8k16(MmaInput input, const Halide::Var& lane,
+                                          const std::array<Expr, 4>& a,
+                                          const std::array<Expr, 2>& b,
+                                          const std::array<Expr, 4>& c) {
+  auto at_lane = [&](const Expr& word, const Expr& other) {
+    return Halide::Internal::substitute(lane.name(), other, word);
+  };
+  // Lane 4g + t: A's words (row g, k 2t), (g + 8, 2t), (g, 2t + 8), (g + 8,
+  // 2t + 8); B's (k 2t, column g), (2t + 8, g); results (g + 8h, 2t + e) as
+  // word e + 2h, each word's low half the lower k.
+  const Expr group = lane / 4, in_group = lane % 4;
+  std::array<Expr, 4> d;
+  for (int word = 0; word < 4; ++word) {
+    const int e = word % 2, h = word / 2;
+    Expr sum = c[word];
+    for (int k = 0; k < 16; ++k) {
+      const int holder = (k % 8) / 2, high = k / 8, which = k % 2;
+      const Expr a_value = word_element(input, at_lane(a[2 * high + h], group * 4 + holder), which);
+      const Expr b_value =
+          word_element(input, at_lane(b[high], (in_group * 2 + e) * 4 + holder), which);
+      sum += a_value * b_value;
+    }
+    d[word] = sum;
+  }
+  return d;
+}
+
 }  // namespace attnforge

@@ -22,4 +22,14 @@ std::array<Halide::Expr, 4> mma_m16n8k16(MmaInput input, const std::array<Halide
                                          const std::array<Halide::Expr, 2>& b,
                                          const std::array<Halide::Expr, 4>& c);
 
+// The same D on a target without CUDA, for testing a kernel's indexing on
+// the CPU: each result is summed from the words of the lanes that hold its
+// row of A and column of B, as mma.m16n8k16 lays them out. `a` and `b` are
+// the lane's words as expressions of `lane`, which are evaluated again with
+// each other lane in its place.
+std::array<Halide::Expr, 4> emulated_mma_m16n8k16(MmaInput input, const Halide::Var& lane,
+                                                  const std::array<Halide::Expr, 4>& a,
+                                                  const std::array<Halide::Expr, 2>& b,
+                                                  const std::array<Halide::Expr, 4>& c);
+
 }  // namespace attnforge
