@@ -6,9 +6,9 @@
 // thread_in_group (mma_fragments.h).
 //
 // A is M x K row-major and B is K x N column-major (B^T row-major), each
-// element pair along K packed in one 32-bit word, rows 16-byte aligned; C is
-// M x N row-major. M must be a multiple of 16 * warp_tiles_m * warps_m, N of
-// 8 * warp_tiles_n * warps_n, K of 32.
+// element pair along K packed in one 32-bit word (B's columns 16-byte
+// aligned); C is M x N row-major. M must be a multiple of 16 * warp_tiles_m *
+// warps_m, N of 8 * warp_tiles_n * warps_n, K of 32.
 #include <Halide.h>
 
 #include "generators/mma_fragments.h"
@@ -20,7 +20,6 @@ namespace {
 using Halide::Expr;
 using Halide::Func;
 using Halide::RDom;
-using Halide::RVar;
 using Halide::Var;
 
 class MmaGemmGenerator : public Halide::Generator<MmaGemmGenerator> {
@@ -40,7 +39,8 @@ class MmaGemmGenerator : public Halide::Generator<MmaGemmGenerator> {
 
   void generate() {
     const int tm = warp_tiles_m, tn = warp_tiles_n;
-    const Expr k_pairs_of_steps = a.dim(0).extent() / 16;  // 16 elements, 8 pairs, per mma
+    // Steps of 16 elements (8 words) of K, one mma each, taken in pairs.
+    const Expr k_pairs_of_steps = a.dim(0).extent() / 16;
     Var lane("lane"), mi("mi"), ni("ni"), wm("wm"), wn("wn"), parity("parity");
     Var w("w"), h("h"), kp("kp");
     RDom k(0, 2, 0, k_pairs_of_steps, "k");  // step k.y * 2 + k.x
