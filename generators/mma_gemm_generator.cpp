@@ -33,7 +33,7 @@ class MmaGemmGenerator : public Halide::Generator<MmaGemmGenerator> {
 
   Input<Buffer<uint32_t, 2>> a{"a"};  // (k pair, row of A)
   Input<Buffer<uint32_t, 2>> b{"b"};  // (k pair, column of B)
-  // C as (e, t, ni, h, g, mi, wn, wm): element (row, column) =
+  // C as (e, t, ni, h, g, mi, wn, wm) (mma_gemm_view.h): element (row, column) =
   // ((wm * warp_tiles_m + mi) * 16 + 8h + g, (wn * warp_tiles_n + ni) * 8 + 2t + e).
   Output<Buffer<float, 8>> c{"c"};
 

@@ -29,6 +29,7 @@
 #include "attnforge_mma_gemm_2x4_w2x2.h"
 #include "attnforge_mma_gemm_4x4_w1x1.h"
 #include "attnforge_mma_gemm_4x4_w2x2.h"
+#include "generators/mma_gemm_view.h"
 #include "runtime/src/cuda_driver.h"
 #include "spec/half_precision.h"
 
@@ -108,8 +109,8 @@ Matrices first_row_and_column(const Matrices& m) {
 
 using Kernel = int (*)(halide_buffer_t*, halide_buffer_t*, halide_buffer_t*);
 
-// Ours, warp tiles of `tm` x `tn` mma tiles: C's (e, t, ni, h, g, mi, wn, wm)
-// view of row-major M x N storage, as the generator lays it out. With
+// Ours, warp tiles of `tm` x `tn` mma tiles, C through the generator's view
+// (generators/mma_gemm_view.h). With
 // `resident`, A and B are their first row and column at a stride of 0
 // (m from first_row_and_column).
 Row run_ours(const Matrices& m, bool resident, Kernel kernel, const char* name, int tm, int tn,
@@ -123,15 +124,7 @@ Row run_ours(const Matrices& m, bool resident, Kernel kernel, const char* name, 
   const halide_dimension_t operand_dims[] = {{0, n / 2, 1}, {0, n, row_stride}};
   Buffer<uint32_t, 2> a(a_words.data(), 2, operand_dims), b(b_words.data(), 2, operand_dims);
   std::vector<float> c_storage(size_t(n) * n, 0.f);
-  const halide_dimension_t dims[] = {{0, 2, 1},
-                                     {0, 4, 2},
-                                     {0, tn, 8},
-                                     {0, 2, 8 * n},
-                                     {0, 8, n},
-                                     {0, tm, 16 * n},
-                                     {0, n / (8 * tn), 8 * tn},
-                                     {0, n / (16 * tm), 16 * tm * n}};
-  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  Buffer<float, 8> c(c_storage.data(), 8, attnforge::mma_gemm_c_dims(n, n, tm, tn).data());
   const halide_device_interface_t* cuda = halide_cuda_device_interface();
   a.set_host_dirty();
   b.set_host_dirty();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "generators/mma_gemm_view.h"
 #include "generators/tensor_core_calls.h"
 #include "spec/half_precision.h"
 
@@ -24,7 +25,7 @@ struct Shape {
 };
 
 // C = A B for A M x K row-major and B K x N column-major, f16 values in
-// pairs along K; C read back through the generator's 8-D view.
+// pairs along K; C read back through the generator's view.
 void expect_product(const Shape& shape, int blocks_m, int blocks_n, int k) {
   const int m = 16 * shape.tiles_m * shape.warps_m * blocks_m;
   const int n = 8 * shape.tiles_n * shape.warps_n * blocks_n;
@@ -52,16 +53,8 @@ void expect_product(const Shape& shape, int blocks_m, int blocks_n, int k) {
   std::memcpy(b.data(), b_halves.data(), b_halves.size() * 2);
 
   std::vector<float> c_storage(size_t(m) * n, NAN);
-  const int tm = shape.tiles_m, tn = shape.tiles_n;
-  const halide_dimension_t dims[] = {{0, 2, 1},
-                                     {0, 4, 2},
-                                     {0, tn, 8},
-                                     {0, 2, 8 * n},
-                                     {0, 8, n},
-                                     {0, tm, 16 * n},
-                                     {0, n / (8 * tn), 8 * tn},
-                                     {0, m / (16 * tm), 16 * tm * n}};
-  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  Buffer<float, 8> c(c_storage.data(), 8,
+                     mma_gemm_c_dims(m, n, shape.tiles_m, shape.tiles_n).data());
   ASSERT_EQ(gemm(a, b, c), 0);
 
   // f32 sums of k products below 1 in magnitude: within 1e-5 of their

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnforge_mma_gemm_2x4_w1x1.h"
+#include "generators/mma_gemm_view.h"
 #include "runtime/src/cuda_driver.h"
 #include "spec/cuda_register_limit.h"
 #include "tests/runtime/stand_in_cuda.h"
@@ -32,12 +33,8 @@ TEST(CudaModuleLoad, TheMmaGemmLoadsWithItsPtxFunctionsLinked) {
   Buffer<uint32_t, 2> a(K / 2, M), b(K / 2, N);
   a.fill(0);
   b.fill(0);
-  // C (M x N, row-major) as the generator's (e, t, ni, h, g, mi, wn, wm) view.
   std::vector<float> c_storage(M * N, -1.f);
-  const halide_dimension_t dims[] = {{0, 2, 1},       {0, 4, 2},          {0, 4, 8},
-                                     {0, 2, 8 * N},   {0, 8, N},          {0, 2, 16 * N},
-                                     {0, N / 32, 32}, {0, M / 32, 32 * N}};
-  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  Buffer<float, 8> c(c_storage.data(), 8, mma_gemm_c_dims(M, N, 2, 4).data());
   ASSERT_EQ(attnforge_mma_gemm_2x4_w1x1(a, b, c), 0);
   const char* image = loaded_image();
   ASSERT_NE(image, nullptr) << "the stand-in driver is not loaded";
@@ -61,10 +58,7 @@ TEST(CudaModuleLoad, TheMmaGemmTakesOperandsReadAtAStrideOfZero) {
   a.set_host_dirty();
   b.set_host_dirty();
   std::vector<float> c_storage(M * N, -1.f);
-  const halide_dimension_t dims[] = {{0, 2, 1},       {0, 4, 2},          {0, 4, 8},
-                                     {0, 2, 8 * N},   {0, 8, N},          {0, 2, 16 * N},
-                                     {0, N / 32, 32}, {0, M / 32, 32 * N}};
-  Buffer<float, 8> c(c_storage.data(), 8, dims);
+  Buffer<float, 8> c(c_storage.data(), 8, mma_gemm_c_dims(M, N, 2, 4).data());
   const int bytes_before = stand_in_driver_record("stand_in_device_allocated_bytes");
   ASSERT_EQ(attnforge_mma_gemm_2x4_w1x1(a, b, c), 0);
   EXPECT_EQ(stand_in_driver_record("stand_in_device_allocated_bytes") - bytes_before,
