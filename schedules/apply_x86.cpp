@@ -193,28 +193,18 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   if (st.key_prefetch.defined()) {  // a paged cache: each K row once
     Func(st.key_prefetch).compute_at(logits, ko).unroll(key);
   }
-  // The horizontal sum in two steps: the vector's four quarters added as
-  // vectors, then the lanes of one quarter as scalars. A single vector
-  // reduction of floats is ordered, one dependent add per lane.
-  RVar lane_quarter("lane_quarter"), in_quarter("in_quarter");
-  Var quarter_lane("quarter_lane");
-  const int quarter = std::max(s.vector_width / 4, 1);
-  Func quarters = scores.update()
-                      .split(dim_lane, lane_quarter, in_quarter, quarter)
-                      .rfactor(in_quarter, quarter_lane);
-  quarters.reorder_storage(quarter_lane, ii, key)
-      .compute_at(logits, io)
-      .vectorize(quarter_lane)
-      .unroll(ii)
+  // The horizontal sums of a register tile as one vector reduction over its
+  // partial-sum vectors: Halide adds adjacent lanes pairwise in log2(width)
+  // steps across all the tile's vectors at once, so each step adds whole
+  // vectors and the tile's scores come out as one vector.
+  RVar row_lanes("row_lanes");
+  scores.compute_at(logits, io).vectorize(ii).unroll(key);
+  scores.update()
+      .reorder(dim_lane, ii, key)
+      .fuse(dim_lane, ii, row_lanes)
+      .atomic()
+      .vectorize(row_lanes)
       .unroll(key);
-  quarters.update()
-      .reorder(quarter_lane, ii, key, lane_quarter)
-      .vectorize(quarter_lane)
-      .unroll(ii)
-      .unroll(key)
-      .unroll(lane_quarter);
-  scores.compute_at(logits, io).unroll(ii).unroll(key);
-  scores.update().reorder(in_quarter, ii, key).unroll(in_quarter).unroll(ii).unroll(key);
 }
 
 // A row statistic of the dots-along-head-dim schedule: one vector of partial

@@ -3,7 +3,8 @@
 // lines of V that its tile reads (V prefetched with K is evicted before P.V
 // reads it), for f32 and bf16 caches. q.k and P.V loop over each page's
 // positions with the page's table entry read outside. q.k and P.V read a
-// bf16 K or V row two vectors per load.
+// bf16 K or V row two vectors per load. q.k's horizontal sums are vector
+// reductions of whole register tiles.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -204,6 +205,51 @@ TEST(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
       ASSERT_FALSE(found.empty());
       for (int n : found) EXPECT_EQ(n, lanes);
     }
+  }
+}
+
+// q.k's horizontal sums: the vector reductions (lanes in, lanes out) and the
+// loops over a score's lanes, which would sum them one at a time.
+class RecordScoreSums : public IRMutator {
+ public:
+  RecordScoreSums(std::vector<std::pair<int, int>>* reductions, int* lane_loops)
+      : reductions_(reductions), lane_loops_(lane_loops) {}
+
+ private:
+  using IRMutator::visit;
+  std::vector<std::pair<int, int>>* reductions_;
+  int* lane_loops_;
+
+  Stmt visit(const For* op) override {
+    if (op->name.rfind("scores", 0) == 0 && op->name.find(".dim_lane") != std::string::npos) {
+      ++*lane_loops_;
+    }
+    return IRMutator::visit(op);
+  }
+  Expr visit(const VectorReduce* op) override {
+    reductions_->push_back({op->value.type().lanes(), op->type.lanes()});
+    return IRMutator::visit(op);
+  }
+};
+
+TEST(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
+  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
+  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const schedules::Schedule schedule = schedules::resolve_schedule(decode);
+  const int rows = schedule.register_rows;
+  // A contiguous f32 cache, interleaved bf16 rows and a paged cache.
+  for (const char* text : {"causal.br.kpad.gqa32x8.d128.f32", "causal.br.kpad.gqa32x8.d128.bf16",
+                           "causal.br.kpad.page16.gqa8x2.d64.f32"}) {
+    SCOPED_TRACE(text);
+    std::vector<std::pair<int, int>> reductions;
+    int lane_loops = 0;
+    lower(text, decode, new RecordScoreSums(&reductions, &lane_loops));
+    ASSERT_FALSE(reductions.empty());
+    for (const auto& [in, out] : reductions) {
+      EXPECT_EQ(out, rows);
+      EXPECT_EQ(in, rows * schedule.vector_width);
+    }
+    EXPECT_EQ(lane_loops, 0);
   }
 }
 
