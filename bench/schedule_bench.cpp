@@ -83,6 +83,8 @@ void ScheduleBench::print_peaks() const {
   if (eviction_) {
     fmt::print("Rows with a % bw: {} MiB written, untimed, before every run to evict the caches\n",
                eviction_->bytes() >> 20);
+  } else if (options_.warm_caches) {
+    fmt::print("Rows with a % bw: timed back to back, the caches warm from the last run\n");
   }
 }
 
@@ -327,7 +329,7 @@ void ScheduleBench::measure_page_reads(int threads) {
 
 TimingOptions ScheduleBench::timing_for(const Case& c) {
   TimingOptions timing = options_.timing;
-  if (c.bytes <= 0) return timing;
+  if (c.bytes <= 0 || options_.warm_caches) return timing;
   if (!eviction_) eviction_ = std::make_unique<CacheEviction>();
   timing.before_each = [eviction = eviction_.get()] { (*eviction)(); };
   return timing;

@@ -33,6 +33,10 @@ struct BenchOptions {
   bool autoschedulers = false;     // Halide's x86 autoschedulers at each shape
   std::string torch_python;        // a Python that imports torch; empty: no torch rows
   std::vector<std::string> specs;  // only these specs (empty: specs_for each shape)
+  // Rows with a % bw (and their torch row) run back to back instead of after
+  // writing a buffer larger than the caches: what is left of the inputs in the
+  // caches from the last run is read from there.
+  bool warm_caches = false;
 };
 
 struct Skipped {

@@ -19,7 +19,7 @@ struct BenchArgs {
   std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets;
   std::vector<int> threads = {2};
   double min_time = 0.5;
-  bool no_autoschedulers = false, no_presets = false;
+  bool no_autoschedulers = false, no_presets = false, warm_caches = false;
 };
 
 int run_bench(const BenchArgs& args) {
@@ -30,6 +30,7 @@ int run_bench(const BenchArgs& args) {
   options.preset_names = args.presets;
   options.autoschedulers = !args.no_autoschedulers;
   options.specs = args.specs;
+  options.warm_caches = args.warm_caches;
   if (!args.db.empty()) {
     if (!std::filesystem::exists(args.db))
       throw std::invalid_argument("--db: " + args.db + " does not exist");
@@ -73,6 +74,8 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
                   "A Python with PyTorch, 'auto' (the project's .venv) or 'none'");
   cmd->add_flag("--no-autoschedulers", args->no_autoschedulers, "Skip Halide's autoschedulers");
   cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
+  cmd->add_flag("--warm-caches", args->warm_caches,
+                "Time rows with a % bw back to back, without evicting the caches between runs");
   cmd->add_option("--presets", args->presets, "Only these presets, comma separated")
       ->delimiter(',')
       ->excludes("--no-presets");
