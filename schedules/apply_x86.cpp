@@ -174,7 +174,11 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   // until their horizontal sums; a whole block's would fill L1 (32 KB for four
   // rows of 128 keys), be zeroed in memory and push out the K and V streams.
   Var pio("pio"), pko("pko"), pii("pii"), pki("pki");
-  partial.reorder_storage(lane, ii, key).compute_at(logits, ko).vectorize(lane);
+  partial.reorder_storage(lane, ii, key)
+      .compute_at(logits, ko)
+      .vectorize(lane)
+      .unroll(ii)
+      .unroll(key);
   Halide::Stage tile_dots = partial.update().tile(ii, key, pio, pko, pii, pki, s.register_rows,
                                                   s.register_vectors, TailStrategy::RoundUp);
   if (interleaved) {
