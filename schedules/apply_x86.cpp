@@ -139,9 +139,10 @@ void schedule_row_statistic(const Schedule& s, Func stat, Func lanes, const Soft
 }
 
 // q.k along the head dim: per tile of register_rows rows x register_vectors
-// keys, vector partial sums over the head dim (an rfactor), then one
-// horizontal sum per score. Logits are stored key-innermost for the
-// statistics and probabilities, which vectorize along keys.
+// keys, vector partial sums over the head dim (an rfactor), then one vector
+// reduction per key for its rows' horizontal sums. Logits are stored
+// key-innermost for the statistics and probabilities, which vectorize along
+// keys.
 void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
                                   const LoopLevel& level, const AttentionPipeline& p) {
   const Var ii = p.tile_vars.ii, key = st.key;
@@ -197,10 +198,11 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
   if (st.key_prefetch.defined()) {  // a paged cache: each K row once
     Func(st.key_prefetch).compute_at(logits, ko).unroll(key);
   }
-  // The horizontal sums of a register tile as one vector reduction over its
+  // The horizontal sums of one key's rows as one vector reduction over their
   // partial-sum vectors: Halide adds adjacent lanes pairwise in log2(width)
-  // steps across all the tile's vectors at once, so each step adds whole
-  // vectors and the tile's scores come out as one vector.
+  // steps across all those vectors at once (vhaddps on x86), so each step adds
+  // whole vectors and the key's scores come out as one vector. atomic():
+  // floats summed in this order rather than lane by lane, as meant.
   RVar row_lanes("row_lanes");
   scores.compute_at(logits, io).vectorize(ii).unroll(key);
   scores.update()
