@@ -3,8 +3,8 @@
 // lines of V that its tile reads (V prefetched with K is evicted before P.V
 // reads it), for f32 and bf16 caches. q.k and P.V loop over each page's
 // positions with the page's table entry read outside. q.k and P.V read a
-// bf16 K or V row two vectors per load. q.k's horizontal sums are vector
-// reductions of whole register tiles.
+// bf16 K or V row two vectors per load. q.k's horizontal sums are one vector
+// reduction per key of a register tile.
 #include <Halide.h>
 #include <gtest/gtest.h>
 
@@ -113,6 +113,11 @@ void lower(const std::string& spec, const std::string& schedule, IRMutator* pass
   pipeline.compile_to_module(pipeline.infer_arguments(), "attention", host);
 }
 
+// The host's decoding preset: decode_avx2 or decode_avx512.
+std::string decode_preset() {
+  return "decode_" + testing::preset_for("online").substr(7);
+}
+
 std::vector<Prefetch> prefetches_of(const std::string& spec, const std::string& schedule) {
   std::vector<Prefetch> found;
   lower(spec, schedule, new RecordPrefetchLoops(&found));
@@ -126,7 +131,7 @@ bool in_loop_of(const Prefetch& prefetch, const std::string& func) {
 
 TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const std::string decode = decode_preset();
   const schedules::Schedule schedule = schedules::resolve_schedule(decode);
   for (const char* text :
        {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.bf16"}) {
@@ -155,7 +160,7 @@ TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
 
 TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const std::string decode = decode_preset();
   for (const char* text :
        {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page32.gqa32x8.d128.bf16"}) {
     SCOPED_TRACE(text);
@@ -189,7 +194,7 @@ class RecordLoadLanes : public InnermostLoop {
 
 TEST(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const std::string decode = decode_preset();
   const int width = schedules::resolve_schedule(decode).vector_width;
   // bf16 where the head dim is whole pairs of vectors; f32, and a head dim
   // of 40, read a vector per load.
@@ -234,7 +239,7 @@ class RecordScoreSums : public IRMutator {
 
 TEST(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
   if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = "decode_" + testing::preset_for("online").substr(7);
+  const std::string decode = decode_preset();
   const schedules::Schedule schedule = schedules::resolve_schedule(decode);
   const int rows = schedule.register_rows;
   // A contiguous f32 cache, interleaved bf16 rows and a paged cache.
