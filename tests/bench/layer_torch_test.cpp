@@ -9,19 +9,21 @@
 #include "bench/output_check.h"
 #include "bench/torch_peer.h"
 #include "generators/jit_layer.h"
-#include "tests/support/host_presets.h"
+#include "tests/support/target_presets.h"
 
 namespace attnforge {
 namespace {
 
 TEST(LayerTorch, MatchesMultiheadAttention) {
   if (!bench::python_has_torch(ATTNFORGE_PYTHON)) GTEST_SKIP() << "no torch in " ATTNFORGE_PYTHON;
+  if (!testing::kernels_run_here()) GTEST_SKIP() << "the host cannot run the kernel target";
   for (const char* text : {"self.dm64.full.mha4.d16.f32", "self.dm96.causal.mha3.d32.f32"}) {
     const LayerSpec spec = LayerSpec::parse(text);
     {
-      const std::string schedule =
-          testing::host_has_presets() ? testing::preset_for("online") : std::string("naive");
-      JitLayer kernel(spec, Halide::get_host_target(), {{"schedule", schedule}});
+      const std::string schedule = testing::kernel_target_has_presets()
+                                       ? testing::preset_for("online")
+                                       : std::string("naive");
+      JitLayer kernel(spec, testing::kernel_target(), {{"schedule", schedule}});
       for (bench::LayerShape shape : {bench::LayerShape{2, 37}, bench::LayerShape{1, 1}}) {
         bench::LayerInputs in(spec, shape, 11);
         kernel.run(in.args);

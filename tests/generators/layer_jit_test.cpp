@@ -8,8 +8,8 @@
 #include "generators/jit_layer.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
-#include "tests/support/host_presets.h"
 #include "tests/support/layer_case.h"
+#include "tests/support/target_presets.h"
 #include "tests/support/test_names.h"
 
 namespace attnforge {
@@ -24,7 +24,7 @@ struct LayerTestCase {
   const char* schedule;  // "naive", a form's host preset, or "<form>+fuse_q"
 };
 
-// The schedule parameter: naive, or the form's host preset with small
+// The schedule parameter: naive, or the form's kernel-target preset with small
 // projection tiles (so odd lengths cross them) and Q fused on request.
 std::string schedule_param(const std::string& choice) {
   if (choice == "naive") return choice;
@@ -47,9 +47,12 @@ class LayerJit : public ::testing::TestWithParam<LayerTestCase> {};
 
 TEST_P(LayerJit, MatchesReferenceOnOddShapes) {
   const std::string schedule = GetParam().schedule;
-  if (schedule != "naive" && !testing::host_has_presets()) GTEST_SKIP() << "presets need AVX2";
+  if (schedule != "naive" && !testing::kernel_target_has_presets()) {
+    GTEST_SKIP() << "presets need AVX2";
+  }
   const LayerSpec spec = LayerSpec::parse(GetParam().spec);
-  JitLayer kernel(spec, Halide::get_host_target(), {{"schedule", schedule_param(schedule)}});
+  JitLayer kernel(spec, testing::kernel_target(), {{"schedule", schedule_param(schedule)}});
+  if (!testing::kernels_run_here()) return;
   for (CaseShape shape : shapes_for(spec)) {
     LayerCase c(spec, shape, 5);
     kernel.run(c.arguments());
@@ -82,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(LayerJit, WrongWeightShapeIsAnErrorNamingTheWeight) {
   const LayerSpec spec = LayerSpec::parse("cross.dm64.full.mha4.d16.f32");
-  JitLayer kernel(spec, Halide::get_host_target());
+  JitLayer kernel(spec, testing::kernel_target());
+  if (!testing::kernels_run_here()) GTEST_SKIP() << "the host cannot run the kernel target";
   LayerCase c(spec, {1, 3, 5});
   Halide::Runtime::Buffer<float> wrong(48, 64);  // W_k with 3 heads' features instead of 4
   c.arguments().w_k = wrong.raw_buffer();
@@ -95,12 +99,12 @@ TEST(LayerJit, WrongWeightShapeIsAnErrorNamingTheWeight) {
 }
 
 TEST(LayerJit, ScheduleThatDoesNotFitIsRejectedBeforeCompiling) {
-  if (!testing::host_has_presets()) GTEST_SKIP() << "presets need AVX2";
+  if (!testing::kernel_target_has_presets()) GTEST_SKIP() << "presets need AVX2";
   const LayerSpec spec = LayerSpec::parse("self.dm64.full.mha4.d16.f32");
   schedules::Schedule s = schedules::load_preset(testing::preset_for("materialized"));
   s.projection_fuse_q = 1;
   try {
-    JitLayer kernel(spec, Halide::get_host_target(), {{"schedule", s.to_json().dump()}});
+    JitLayer kernel(spec, testing::kernel_target(), {{"schedule", s.to_json().dump()}});
     FAIL() << "fusing Q into the materialized form compiled";
   } catch (const std::exception& error) {
     EXPECT_NE(std::string(error.what()).find("projection_fuse_q"), std::string::npos)

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_targets.h"
+
 namespace attnforge {
 namespace {
 
@@ -76,21 +78,22 @@ struct TableRows {
     return pipeline;
   }
 
-  // The prefetches of the compiled pipeline, and whether any mark is left.
+  // The prefetches of the pipeline compiled for `target`, and whether any mark is left.
   struct Compiled {
     std::vector<Fetch> fetches;
     bool marks_left = false;
   };
-  Compiled compiled() {
+  Compiled compiled(const Target& target) {
     Compiled result;
-    lowered(&result.fetches, &result.marks_left)
-        .compile_to_module({in, table}, "rows", get_host_target());
+    lowered(&result.fetches, &result.marks_left).compile_to_module({in, table}, "rows", target);
     return result;
   }
 };
 
-TEST(RowPrefetch, OnePrefetchPerLineOfEachMarkedRow) {
-  const auto [fetches, marks_left] = TableRows(true).compiled();
+class RowPrefetchLowering : public testing::EachIsa {};
+
+TEST_P(RowPrefetchLowering, OnePrefetchPerLineOfEachMarkedRow) {
+  const auto [fetches, marks_left] = TableRows(true).compiled(GetParam());
   EXPECT_FALSE(marks_left);
   ASSERT_EQ(fetches.size(), 8u);  // 512 bytes, 64 a line
   for (size_t line = 0; line < fetches.size(); ++line) {
@@ -102,8 +105,8 @@ TEST(RowPrefetch, OnePrefetchPerLineOfEachMarkedRow) {
   }
 }
 
-TEST(RowPrefetch, VectorizedMarksFetchEachLanesRow) {
-  const auto [fetches, marks_left] = TableRows(true, 4).compiled();
+TEST_P(RowPrefetchLowering, VectorizedMarksFetchEachLanesRow) {
+  const auto [fetches, marks_left] = TableRows(true, 4).compiled(GetParam());
   EXPECT_FALSE(marks_left);
   EXPECT_EQ(fetches.size(), 4u * 8u);
 }
@@ -125,11 +128,13 @@ TEST(RowPrefetch, MarksAreZeroAndTheRowsReadAsWithout) {
   }
 }
 
-TEST(RowPrefetch, PipelinesWithoutMarksStayAsTheyWere) {
-  const auto [fetches, marks_left] = TableRows(false).compiled();
+TEST_P(RowPrefetchLowering, PipelinesWithoutMarksStayAsTheyWere) {
+  const auto [fetches, marks_left] = TableRows(false).compiled(GetParam());
   EXPECT_TRUE(fetches.empty());
   EXPECT_FALSE(marks_left);
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, RowPrefetchLowering, testing::each_isa(), testing::isa_name);
 
 }  // namespace
 }  // namespace attnforge

@@ -2,8 +2,9 @@
 // pairs, against the double reference on every mask kind, key padding, bias
 // and ALiBi, MHA/GQA/MQA and odd sizes, with the knobs the pairs interact
 // with; and the checks that keep the knob to bf16 specs on targets that have
-// the instruction. The JIT cases run where the host has it (Zen 4, Sapphire
-// Rapids); the checks run everywhere.
+// the instruction. The JIT cases run where the kernel target has it (Zen 4,
+// Sapphire Rapids; compiled only where the host lacks it); the checks run
+// everywhere.
 #include <gtest/gtest.h>
 
 #include "generators/jit_attention.h"
@@ -11,6 +12,7 @@
 #include "schedules/schedule_check.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/jit_reference.h"
+#include "tests/support/test_targets.h"
 
 namespace attnforge {
 namespace {
@@ -52,8 +54,8 @@ TEST(Bf16DotsCheck, OnlyBf16SpecsOnTargetsWithTheInstruction) {
   EXPECT_EQ(misfit(rows, "causal.mha2.d64.bf16", kZen4), "pv_rows");
 }
 
-bool host_has_bf16_dots() {
-  return schedules::has_bf16_dots(Halide::get_host_target());
+bool target_has_bf16_dots() {
+  return schedules::has_bf16_dots(testing::kernel_target());
 }
 
 // bf16 storage's tolerance (the output is rounded to bf16) holds: the
@@ -66,7 +68,7 @@ void expect_reference(const AttentionSpec& spec, const Schedule& schedule) {
 }
 
 TEST(Bf16DotsJit, MatchesTheReferenceOnEveryMaskAndOddSizes) {
-  if (!host_has_bf16_dots()) GTEST_SKIP() << "the host has no bf16 dot products";
+  if (!target_has_bf16_dots()) GTEST_SKIP() << "the kernel target has no bf16 dot products";
   for (const char* text : {"full.mha2.d64.bf16", "causal.br.kpad.gqa4x2.d64.bf16",
                            "window9_3.br.alibi.mqa2.d32.bf16", "full.bias.gqa4x2.d128.bf16"}) {
     expect_reference(AttentionSpec::parse(text), bf16_dots());
@@ -74,7 +76,7 @@ TEST(Bf16DotsJit, MatchesTheReferenceOnEveryMaskAndOddSizes) {
 }
 
 TEST(Bf16DotsJit, KnobsAroundThePairsKeepTheResult) {
-  if (!host_has_bf16_dots()) GTEST_SKIP() << "the host has no bf16 dot products";
+  if (!target_has_bf16_dots()) GTEST_SKIP() << "the kernel target has no bf16 dot products";
   const AttentionSpec spec = AttentionSpec::parse("causal.br.kpad.gqa4x2.d64.bf16");
   Schedule splits = bf16_dots();  // key splits merged, rows of a KV group together
   splits.kv_splits = 2;

@@ -17,7 +17,7 @@
 #include "schedules/schedule.h"
 #include "schedules/schedule_choice.h"
 #include "spec/attention_spec.h"
-#include "tests/support/host_presets.h"
+#include "tests/support/target_presets.h"
 
 namespace attnforge {
 namespace {
@@ -102,25 +102,21 @@ class RecordPerKeyTableLoads : public IRMutator {
   }
 };
 
-// Lowers the generator's pipeline for the host with `pass` run at its end.
-void lower(const std::string& spec, const std::string& schedule, IRMutator* pass) {
-  const Target host = get_host_target();
-  auto generator = GeneratorRegistry::create("attention", GeneratorContext(host));
+// Lowers the generator's pipeline for `target` with `pass` run at its end.
+void lower(const Target& target, const std::string& spec, const std::string& schedule,
+           IRMutator* pass) {
+  auto generator = GeneratorRegistry::create("attention", GeneratorContext(target));
   generator->set_generatorparam_value("spec", spec);
   generator->set_generatorparam_value("schedule", schedule);
   Pipeline pipeline = generator->build_pipeline();
   pipeline.add_custom_lowering_pass(pass);
-  pipeline.compile_to_module(pipeline.infer_arguments(), "attention", host);
+  pipeline.compile_to_module(pipeline.infer_arguments(), "attention", target);
 }
 
-// The host's decoding preset: decode_avx2 or decode_avx512.
-std::string decode_preset() {
-  return "decode_" + testing::preset_for("online").substr(7);
-}
-
-std::vector<Prefetch> prefetches_of(const std::string& spec, const std::string& schedule) {
+std::vector<Prefetch> prefetches_of(const Target& target, const std::string& spec,
+                                    const std::string& schedule) {
   std::vector<Prefetch> found;
-  lower(spec, schedule, new RecordPrefetchLoops(&found));
+  lower(target, spec, schedule, new RecordPrefetchLoops(&found));
   return found;
 }
 
@@ -129,9 +125,11 @@ bool in_loop_of(const Prefetch& prefetch, const std::string& func) {
   return prefetch.loop.rfind(func, 0) == 0;
 }
 
-TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
-  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = decode_preset();
+class PagedPrefetch : public testing::EachIsa {};
+
+TEST_P(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
+  const Target& target = GetParam();
+  const std::string decode = testing::preset_for("decode", target);
   const schedules::Schedule schedule = schedules::resolve_schedule(decode);
   for (const char* text :
        {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.bf16"}) {
@@ -139,7 +137,7 @@ TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
     const AttentionSpec spec = AttentionSpec::parse(text);
     const int bytes = storage_type_of(spec.dtype).bytes();
     int keys = 0, values = 0;
-    for (const Prefetch& prefetch : prefetches_of(text, decode)) {
+    for (const Prefetch& prefetch : prefetches_of(target, text, decode)) {
       if (prefetch.buffer == "k") {
         EXPECT_TRUE(in_loop_of(prefetch, "logits")) << prefetch.loop;
         ++keys;
@@ -158,15 +156,17 @@ TEST(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
   }
 }
 
-TEST(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) {
-  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = decode_preset();
+class PagedLookup : public testing::EachIsa {};
+
+TEST_P(PagedLookup, QkAndPvReadEachPagesTableEntryOutsideTheirLoopsOverPositions) {
+  const Target& target = GetParam();
+  const std::string decode = testing::preset_for("decode", target);
   for (const char* text :
        {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page32.gqa32x8.d128.bf16"}) {
     SCOPED_TRACE(text);
     std::map<std::string, int> loops;
     int per_key_loads = 0;
-    lower(text, decode, new RecordPerKeyTableLoads(&loops, &per_key_loads));
+    lower(target, text, decode, new RecordPerKeyTableLoads(&loops, &per_key_loads));
     EXPECT_GT(loops["logits"], 0) << "q.k's key loop is not split by page";
     EXPECT_GT(loops["pv_sum"], 0) << "P.V's key loop is not split by page";
     EXPECT_EQ(per_key_loads, 0);
@@ -192,21 +192,24 @@ class RecordLoadLanes : public InnermostLoop {
   }
 };
 
-TEST(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
-  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = decode_preset();
+class InterleavedBf16 : public testing::EachIsa {};
+
+TEST_P(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
+  const Target& target = GetParam();
+  const std::string decode = testing::preset_for("decode", target);
   const int width = schedules::resolve_schedule(decode).vector_width;
-  // bf16 where the head dim is whole pairs of vectors; f32, and a head dim
-  // of 40, read a vector per load.
-  for (const auto& [text, lanes] : std::vector<std::pair<const char*, int>>{
+  // bf16 where the head dim is whole pairs of vectors; f32, and a bf16
+  // head dim of five vectors (40 at 8 lanes, 80 at 16), read a vector per load.
+  const std::string five_vectors = "causal.br.kpad.gqa8x2.d" + std::to_string(5 * width) + ".bf16";
+  for (const auto& [text, lanes] : std::vector<std::pair<std::string, int>>{
            {"causal.br.kpad.gqa32x8.d128.bf16", 2 * width},
            {"causal.br.kpad.page16.gqa8x2.d64.bf16", 2 * width},
            {"causal.br.kpad.gqa32x8.d128.f32", width},
-           {"causal.br.kpad.gqa8x2.d40.bf16", width}}) {
+           {five_vectors, width}}) {
     for (const auto& [buffer, func] : {std::pair{"k", "scores"}, std::pair{"v", "pv_sum"}}) {
-      SCOPED_TRACE(std::string(text) + " " + buffer);
+      SCOPED_TRACE(text + " " + buffer);
       std::vector<int> found;
-      lower(text, decode, new RecordLoadLanes(buffer, func, &found));
+      lower(target, text, decode, new RecordLoadLanes(buffer, func, &found));
       ASSERT_FALSE(found.empty());
       for (int n : found) EXPECT_EQ(n, lanes);
     }
@@ -237,9 +240,11 @@ class RecordScoreSums : public IRMutator {
   }
 };
 
-TEST(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
-  if (!testing::host_has_presets()) GTEST_SKIP() << "the decoding presets need AVX2";
-  const std::string decode = decode_preset();
+class HorizontalSums : public testing::EachIsa {};
+
+TEST_P(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
+  const Target& target = GetParam();
+  const std::string decode = testing::preset_for("decode", target);
   const schedules::Schedule schedule = schedules::resolve_schedule(decode);
   const int rows = schedule.register_rows;
   // A contiguous f32 cache, interleaved bf16 rows and a paged cache.
@@ -248,7 +253,7 @@ TEST(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
     SCOPED_TRACE(text);
     std::vector<std::pair<int, int>> reductions;
     int lane_loops = 0;
-    lower(text, decode, new RecordScoreSums(&reductions, &lane_loops));
+    lower(target, text, decode, new RecordScoreSums(&reductions, &lane_loops));
     ASSERT_FALSE(reductions.empty());
     for (const auto& [in, out] : reductions) {
       EXPECT_EQ(out, rows);
@@ -257,6 +262,11 @@ TEST(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
     EXPECT_EQ(lane_loops, 0);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, PagedPrefetch, testing::each_isa(), testing::isa_name);
+INSTANTIATE_TEST_SUITE_P(Isa, PagedLookup, testing::each_isa(), testing::isa_name);
+INSTANTIATE_TEST_SUITE_P(Isa, InterleavedBf16, testing::each_isa(), testing::isa_name);
+INSTANTIATE_TEST_SUITE_P(Isa, HorizontalSums, testing::each_isa(), testing::isa_name);
 
 }  // namespace
 }  // namespace attnforge

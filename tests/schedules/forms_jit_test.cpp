@@ -8,8 +8,8 @@
 #include "schedules/space.h"
 #include "spec/kernel_memory.h"
 #include "tests/support/attention_case.h"
-#include "tests/support/host_presets.h"
 #include "tests/support/jit_reference.h"
+#include "tests/support/target_presets.h"
 #include "tests/support/test_names.h"
 
 namespace attnforge {
@@ -21,7 +21,9 @@ using testing::Comparison;
 using testing::expect_jit_matches_reference;
 using testing::Layout;
 
-using testing::host_has_presets;
+using testing::kernel_target;
+using testing::kernel_target_has_presets;
+using testing::kernels_run_here;
 using testing::preset_for;
 
 struct FormCase {
@@ -32,7 +34,7 @@ struct FormCase {
 class FormsJit : public ::testing::TestWithParam<FormCase> {};
 
 TEST_P(FormsJit, MatchesReferenceOnOddShapes) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   // Lengths around and across tile sizes, Lq != Lk both ways, Lq = 1.
   expect_jit_matches_reference(AttentionSpec::parse(GetParam().spec), preset_for(GetParam().form),
                                {{2, 7, 33}, {1, 1, 77}, {1, 100, 9}, {3, 65, 130}, {1, 1, 1}},
@@ -58,7 +60,8 @@ std::vector<FormCase> form_cases() {
 void expect_reference(const AttentionSpec& spec, const schedules::Schedule& schedule,
                       const std::vector<CaseShape>& shapes, uint32_t seed) {
   const std::string json = schedule.to_json().dump();
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", json}});
+  JitAttention kernel(spec, kernel_target(), {{"schedule", json}});
+  if (!kernels_run_here()) return;
   for (CaseShape shape : shapes) {
     AttentionCase c(spec, shape, {.seed = seed});
     kernel.run(c.arguments());
@@ -70,7 +73,7 @@ void expect_reference(const AttentionSpec& spec, const schedules::Schedule& sche
 
 // Short query lengths split over keys: each split's state merged after.
 TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const char* specs[] = {"full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d64.f32",
                          "window40_0.br.alibi.mqa2.d32.f16"};
   for (const char* text : specs) {
@@ -89,7 +92,7 @@ TEST(FormsJitKvSplits, SplitStatesMergeToTheReference) {
 // block, and the fused form's chunks over all keys with a partial last chunk
 // and masked ones skipped.
 TEST(FormsJitPvChunks, ChunkSumsAddUpToTheReference) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const char* specs[] = {"full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d64.f32",
                          "window9_3.alibi.mqa2.d32.f16"};
   for (const char* form : {"online", "fused"}) {
@@ -117,11 +120,12 @@ TEST(FormsJitPvChunks, ChunkSumsAddUpToTheReference) {
 // A JIT run takes its tiles from kernel_memory, as the AOT runtime does, so
 // the tuner measures what ships. One thread: the tiles are this thread's.
 TEST(FormsJitMemory, TilesComeFromKernelMemory) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   AttentionSpec spec = AttentionSpec::parse("full.mha2.d64.f32");
   schedules::Schedule schedule = schedules::load_preset(preset_for("fused"));
   schedule.query_tile = 64;  // a 64 x 300 tile of logits: over 64 KB
-  JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule.to_json().dump()}});
+  JitAttention kernel(spec, kernel_target(), {{"schedule", schedule.to_json().dump()}});
+  if (!kernels_run_here()) return;
   JitAttention::set_num_threads(1);
   const size_t kept = kernel_memory_cached_bytes();
   AttentionCase c(spec, {1, 64, 300}, {.seed = 5});

@@ -12,7 +12,7 @@
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "tests/support/attention_case.h"
-#include "tests/support/host_presets.h"
+#include "tests/support/target_presets.h"
 
 namespace attnforge {
 namespace {
@@ -22,10 +22,12 @@ using testing::CaseOptions;
 using testing::CaseShape;
 using testing::Comparison;
 
-using testing::host_has_presets;
+using testing::kernel_target;
+using testing::kernel_target_has_presets;
+using testing::kernels_run_here;
 using testing::preset_for;
 
-// The host's preset of every form, and the online form split four ways.
+// The kernel target's preset of every form, and the online form split four ways.
 std::vector<std::pair<std::string, std::string>> schedules_to_test() {
   schedules::Schedule split = schedules::load_preset(preset_for("online"));
   split.kv_splits = 4;
@@ -41,7 +43,8 @@ void expect_every_form_matches(const std::string& spec_text, CaseShape shape, Ca
                                const std::function<void(AttentionCase&)>& prepare = {}) {
   const AttentionSpec spec = AttentionSpec::parse(spec_text);
   for (const auto& [form, schedule] : schedules_to_test()) {
-    JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule}});
+    JitAttention kernel(spec, kernel_target(), {{"schedule", schedule}});
+    if (!kernels_run_here()) continue;
     AttentionCase c(spec, shape, options);
     if (prepare) prepare(c);
     kernel.run(c.arguments());
@@ -51,14 +54,14 @@ void expect_every_form_matches(const std::string& spec_text, CaseShape shape, Ca
 }
 
 TEST(Numerics, LogitsAroundPlusMinus1e4) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   CaseOptions large;
   large.input_magnitude = 175.0;  // D 64, scale 1/8: logits reach about 1e4
   expect_every_form_matches("causal.br.mha2.d64.f32", {2, 37, 70}, large);
 }
 
 TEST(Numerics, InfiniteAndHugeFiniteBias) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const double inf = std::numeric_limits<double>::infinity();
   expect_every_form_matches("full.bias.mha2.d32.f32", {1, 9, 40}, {}, [&](AttentionCase& c) {
     for (int j = 0; j < 40; ++j) c.set_bias(0, 0, 2, j, -inf);  // a row with no key: zeros
@@ -70,14 +73,14 @@ TEST(Numerics, InfiniteAndHugeFiniteBias) {
 }
 
 TEST(Numerics, F16InputsNearTheTopOfItsRange) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   CaseOptions near_max;
   near_max.input_magnitude = 6e4;  // f16 max is 65504; the logits are f32
   expect_every_form_matches("causal.mha2.d32.f16", {1, 20, 20}, near_max);
 }
 
 TEST(Numerics, RowsWithNoKeyAreZero) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   CaseOptions lengths;
   lengths.key_lengths = {0, 5, 0};
   expect_every_form_matches("causal.br.kpad.mha2.d32.f32", {3, 6, 30}, lengths);
@@ -87,11 +90,12 @@ TEST(Numerics, RowsWithNoKeyAreZero) {
 // is NaN or zero (a form may take a NaN logit as masked); every other row is
 // exact. The reference takes NaN logits as masked, so it expects zeros there.
 TEST(Numerics, NaNInOneQueryRowStaysInThatRow) {
-  if (!host_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
+  if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const AttentionSpec spec = AttentionSpec::parse("full.gqa4x2.d32.f32");
   const int B = 2, H = 4, Lq = 11, Lk = 29, D = 32, nan_b = 1, nan_h = 3, nan_i = 5;
   for (const auto& [form, schedule] : schedules_to_test()) {
-    JitAttention kernel(spec, Halide::get_host_target(), {{"schedule", schedule}});
+    JitAttention kernel(spec, kernel_target(), {{"schedule", schedule}});
+    if (!kernels_run_here()) continue;
     AttentionCase c(spec, {B, Lq, Lk});
     c.set_query(nan_b, nan_h, nan_i, 7, std::numeric_limits<double>::quiet_NaN());
     kernel.run(c.arguments());

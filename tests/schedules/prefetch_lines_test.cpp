@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "tests/support/test_targets.h"
+
 namespace attnforge {
 namespace {
 
@@ -53,7 +55,7 @@ class RecordSplits : public IRMutator {
 };
 
 // Prefetches of 128-element rows, two rows ahead of the row being read.
-std::vector<SplitPrefetch> row_prefetches(Type type, bool fixed) {
+std::vector<SplitPrefetch> row_prefetches(const Target& target, Type type, bool fixed) {
   ImageParam in(type, 2, "in");
   Func f("f");
   Var x("x"), y("y");
@@ -64,27 +66,31 @@ std::vector<SplitPrefetch> row_prefetches(Type type, bool fixed) {
   if (fixed) schedules::fix_prefetch_line_steps(pipeline);
   std::vector<SplitPrefetch> found;
   pipeline.add_custom_lowering_pass(new RecordSplits(&found));
-  pipeline.compile_to_module({in}, "rows", get_host_target().with_feature(Target::NoAsserts));
+  pipeline.compile_to_module({in}, "rows", target.with_feature(Target::NoAsserts));
   return found;
 }
 
-TEST(PrefetchLines, OneCallPerCacheLineOfTheRow) {
-  const std::vector<SplitPrefetch> f32 = row_prefetches(Float(32), true);
+class PrefetchLines : public testing::EachIsa {};
+
+TEST_P(PrefetchLines, OneCallPerCacheLineOfTheRow) {
+  const std::vector<SplitPrefetch> f32 = row_prefetches(GetParam(), Float(32), true);
   ASSERT_EQ(f32.size(), 1u);
   EXPECT_EQ(f32[0].lines, 8);  // 512 bytes
   EXPECT_EQ(f32[0].step, 16);  // 64 bytes
-  const std::vector<SplitPrefetch> f16 = row_prefetches(Float(16), true);
+  const std::vector<SplitPrefetch> f16 = row_prefetches(GetParam(), Float(16), true);
   ASSERT_EQ(f16.size(), 1u);
   EXPECT_EQ(f16[0].lines, 4);
   EXPECT_EQ(f16[0].step, 32);
 }
 
-TEST(PrefetchLines, HalideStepsByBytesWithoutTheFix) {
-  const std::vector<SplitPrefetch> f32 = row_prefetches(Float(32), false);
+TEST_P(PrefetchLines, HalideStepsByBytesWithoutTheFix) {
+  const std::vector<SplitPrefetch> f32 = row_prefetches(GetParam(), Float(32), false);
   ASSERT_EQ(f32.size(), 1u);
   EXPECT_EQ(f32[0].lines, 8);
   EXPECT_EQ(f32[0].step, 64) << "Halide steps prefetches in elements now: drop the fix";
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, PrefetchLines, testing::each_isa(), testing::isa_name);
 
 }  // namespace
 }  // namespace attnforge
