@@ -188,9 +188,19 @@ void ScheduleBench::build_impls(Case& c) {
   if (options_.presets) {
     const std::vector<std::string>& only = options_.preset_names;
     for (const std::string& name : schedules::presets_for(target_)) {
-      if (only.empty() || std::find(only.begin(), only.end(), name) != only.end()) {
-        add_jit(name, name);
+      if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+      const schedules::Schedule preset = schedules::load_preset(name);
+      // Another ISA's presets are left out unless named; one that does not fit
+      // the spec (bf16 dots on f32, say) is not compiled, and listed once per spec.
+      if (only.empty() && preset.vector_width > schedules::native_vector_width(target_)) continue;
+      if (auto misfit = schedules::check(preset, c.spec, target_)) {
+        if (misfits_.insert({c.where.spec, name}).second) {
+          where.impl = name;
+          skip(where, "all", fmt::format("does not fit: {}", misfit->what()));
+        }
+        continue;
       }
+      add_jit(name, name);
     }
   }
   if (auto tuned = tuned_schedule_for(options_.tuned, c.where.spec, c.shape.batch, c.shape.q_len,

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,8 @@ class ScheduleBench {
   std::vector<std::unique_ptr<Case>> cases_;
   int shapes_added_ = 0;
   std::vector<Skipped> skipped_;
-  std::unique_ptr<CacheEviction> eviction_;  // made for the first memory-bound case
+  std::set<std::pair<std::string, std::string>> misfits_;  // (spec, preset) listed as not fitting
+  std::unique_ptr<CacheEviction> eviction_;                // made for the first memory-bound case
 };
 
 }  // namespace attnforge::bench

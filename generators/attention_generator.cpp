@@ -1,8 +1,8 @@
 // The one attention Generator. Its GeneratorParams are the spec as its
 // canonical string (`spec`), the schedule to apply (`schedule`: a preset name,
 // schedule JSON, "naive" or "auto") and the shape autoschedulers plan for.
-// Arguments, in order: q, k, v, [key_lengths], [bias], [alibi_slopes], scale;
-// outputs: out, [weights].
+// Arguments, in order: q, k, v, [key_lengths], [page_table], [bias],
+// [alibi_slopes], scale; outputs: out, [weights].
 #include <Halide.h>
 
 #include <array>

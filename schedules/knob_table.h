@@ -74,6 +74,8 @@ class KnobRow {
   KnobRow& seen_by_model_as(KnobFeature feature);
   // An older JSON key for the same knob, still read.
   KnobRow& formerly(const char* legacy_name);
+  // What the knob does, for the knob reference (docs/schedules.md).
+  KnobRow& meaning(const char* text);
 
   const std::string& name() const { return name_; }
   KnobScope scope() const { return scope_; }
@@ -82,6 +84,7 @@ class KnobRow {
   bool omits_unset() const { return omitted_when_unset_; }
   const std::vector<const char*>& names() const { return names_; }
   const std::optional<std::string>& legacy_name() const { return legacy_name_; }
+  const std::string& meaning() const { return meaning_; }
   const KnobOnTarget& on(TargetKind kind) const { return kind == TargetKind::gpu ? gpu_ : cpu_; }
 
   int get(const Schedule& schedule) const { return get_(schedule); }
@@ -144,6 +147,7 @@ class KnobRow {
   bool omitted_when_unset_ = false;
   KnobFeature feature_ = KnobFeature::log2;
   std::optional<std::string> legacy_name_;
+  std::string meaning_;
 };
 
 // Every knob, in the order searches draw them.

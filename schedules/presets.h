@@ -1,4 +1,4 @@
-// Hand-tuned schedules, one per form and target class, from
+// Hand-tuned schedules (online_avx2, decode_avx512, online_cuda...), from
 // schedules/presets/*.json (compiled in, so no file is read at run time).
 #pragma once
 

@@ -42,54 +42,37 @@ class ScheduleError : public FieldError {
       : FieldError("schedule", std::move(field), message) {}
 };
 
+// A schedule: one value per knob. What each knob does, its legal and searched
+// values and the forms that read it are in the knob table (knob_table.cpp),
+// printed by `attnforge knobs` into docs/schedules.md.
 struct Schedule {
   Form form = Form::online;
-  int query_tile = 32;    // query rows per tile
-  int key_block = 64;     // keys per block (online), or per chunk (fused)
-  int vector_width = 8;   // f32 lanes; 8 on AVX2, 8 or 16 on AVX-512
-  int unroll = 1;         // extra unrolling of the key loop
-  int register_rows = 4;  // register tile of the matrix products: vectors x rows
+  int query_tile = 32;
+  int key_block = 64;
+  int vector_width = 8;
+  int unroll = 1;
+  int register_rows = 4;
   int register_vectors = 2;
-  // The P.V product's own register tile (head-dim vectors x query rows); 0:
-  // the same as the q.k tile. P.V reads each V vector once per row, so a tile
-  // wider in the head dim saves loads that q.k, vectorized over queries, does not need.
-  int pv_rows = 0;
+  int pv_rows = 0;  // 0: the q.k register tile's
   int pv_vectors = 0;
-  // Keys per P.V chunk; 0: one pass. Every register tile of a chunk runs
-  // before the next chunk, so the chunk's V rows and probabilities stay in L1
-  // instead of streaming from L2 once per tile; a tile's accumulators are
-  // loaded before each chunk and stored after it.
-  int pv_chunk = 0;
+  int pv_chunk = 0;  // 0: one pass
   std::vector<ParallelLoop> parallel = {ParallelLoop::batch, ParallelLoop::heads,
                                         ParallelLoop::query_tiles};
-  int kv_splits = 1;                        // split keys this many ways (short Lq), merged after
-  StoreLevel q_copy_at = StoreLevel::tile;  // JSON reads the former name "intermediates" too
-  bool skip_masked_blocks = true;           // skip key blocks a whole query tile cannot see
-  // CPU: a tile's rows are the (query, head) pairs of one KV group (GQA,
-  // MQA), so each K/V row it reads serves every query head of the group.
+  int kv_splits = 1;
+  StoreLevel q_copy_at = StoreLevel::tile;
+  bool skip_masked_blocks = true;
   bool group_heads = false;
-  DotAxis dot_axis = DotAxis::queries;  // CPU
-  // CPU, online form with dot_axis head_dim: prefetch K and V this many key
-  // blocks ahead of the rows being read (0: none), a cache line at a time
-  // as the rows stream; a paged cache's rows through its table.
-  int prefetch_blocks = 0;
-  // CPU, online form, bf16 storage: q.k and P.V as bf16 dot products that
-  // accumulate in f32 (vdpbf16ps: two multiply-adds per f32 lane where an FMA
-  // does one), on targets with AVX512_BF16 (avx512_zen4, avx512_sapphirerapids).
-  // q * scale and the probabilities that feed P.V are rounded to bf16.
+  DotAxis dot_axis = DotAxis::queries;
+  int prefetch_blocks = 0;  // 0: none
   bool bf16_dots = false;
 
-  // A layer's projection GEMMs (0 outside a layer schedule): register tiles of
-  // vectors x rows, row blocks kept in cache while every weight column passes,
-  // and whether Q is projected per query tile, where the attention reads it.
+  // A layer's projection GEMMs (0 outside a layer schedule).
   int projection_vectors = 0;
   int projection_rows = 0;
   int projection_block = 0;
   int projection_fuse_q = 0;
 
-  // CUDA (0 in CPU schedules): a block's threads along the head dim and key
-  // lanes (x) and along query rows (y), and whether each K/V block is staged
-  // in shared memory before the matrix products read it.
+  // CUDA (0 in CPU schedules).
   int gpu_threads_x = 0;
   int gpu_threads_y = 0;
   int gpu_stage_kv = 0;

@@ -11,7 +11,7 @@ Two checks, both without the CPU that has the instructions:
    (q.k and P.V accumulated in f16 per vector lane), against the f16 test
    tolerance (tests/support/attention_case.cpp: atol 1e-3, rtol 1e-3).
 
-usage: f16_dot_check.py  (prints a report; exits 1 where a claim the README
+usage: f16_dot_check.py  (prints a report; exits 1 where a claim docs/performance.md
 makes from it fails: an f32-accumulated dot product uses f16 instructions
 other than conversions, or the f32 path misses the f16 tolerance)
 """

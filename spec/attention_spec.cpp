@@ -112,8 +112,8 @@ std::string heads_token(const AttentionSpec& spec) {
 
 std::string_view to_string(PositionMask mask) {
   switch (mask) {
-    case PositionMask::none:
-      return "none";
+    case PositionMask::none:  // as the spec string writes it
+      return "full";
     case PositionMask::causal:
       return "causal";
     case PositionMask::window:
@@ -181,7 +181,8 @@ void AttentionSpec::validate() const {
                                           window_left, window_right, attnforge::to_string(mask)));
   }
   if (page_size < 0 || page_size > kMaxPageSize) {
-    throw SpecError("page_size", fmt::format("{}; expected 1..{}", page_size, kMaxPageSize));
+    throw SpecError("page_size", fmt::format("{}; expected 0 (a contiguous cache) or 1..{}",
+                                             page_size, kMaxPageSize));
   }
   if (paged() && !key_padding) {
     throw SpecError("page_size",
@@ -200,18 +201,9 @@ void AttentionSpec::validate() const {
 
 std::string AttentionSpec::to_string() const {
   validate();
-  std::string text;
-  switch (mask) {
-    case PositionMask::none:
-      text = "full";
-      break;
-    case PositionMask::causal:
-      text = "causal";
-      break;
-    case PositionMask::window:
-      text = fmt::format("window{}_{}", window_left, window_right);
-      break;
-  }
+  std::string text = mask == PositionMask::window
+                         ? fmt::format("window{}_{}", window_left, window_right)
+                         : std::string(attnforge::to_string(mask));
   if (alignment == Alignment::bottom_right) text += ".br";
   if (key_padding) text += ".kpad";
   if (paged()) text += fmt::format(".page{}", page_size);

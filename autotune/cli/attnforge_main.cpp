@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<attnforge::cli::Action> actions = {
       attnforge::cli::add_tune_command(app), attnforge::cli::add_db_command(app),
-      attnforge::cli::add_emit_command(app), attnforge::cli::add_ptx_link_command(app)};
+      attnforge::cli::add_emit_command(app), attnforge::cli::add_ptx_link_command(app),
+      attnforge::cli::add_knobs_command(app)};
 #ifdef ATTNFORGE_WITH_BENCH
   actions.push_back(attnforge::cli::add_bench_command(app, argc, argv));
 #endif

@@ -14,6 +14,7 @@ Action add_tune_command(CLI::App& app);
 Action add_db_command(CLI::App& app);
 Action add_emit_command(CLI::App& app);
 Action add_ptx_link_command(CLI::App& app);
+Action add_knobs_command(CLI::App& app);
 // Built where the benchmarks are (ATTNFORGE_WITH_BENCH); argv names the run in its output.
 Action add_bench_command(CLI::App& app, int argc, char** argv);
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "schedules/space.h"
 
 namespace attnforge::schedules {
@@ -129,31 +131,45 @@ TEST(KnobTable, LegalValuesAreCheckedByName) {
 }
 
 // The space's knobs are the table's searched rows of its scopes, in order.
-std::vector<std::string> searched_rows(TargetKind kind, std::set<KnobScope> scopes) {
-  std::vector<std::string> names;
-  for (const KnobRow& row : knob_table()) {
-    if (scopes.count(row.scope()) && !row.on(kind).searched.empty()) names.push_back(row.name());
-  }
-  return names;
-}
-
 std::vector<std::string> space_knobs(const ScheduleSpace& space) {
   std::vector<std::string> names;
   for (const Knob& knob : space.knobs()) names.push_back(knob.name());
   return names;
 }
 
+// The space's knobs, written out here rather than derived from the table the
+// space reads, and each knob's values: the row's searched ones, but for the
+// knobs the spec or target narrows.
 TEST(KnobTable, TheSpaceSearchesTheRowsOfItsTarget) {
   const AttentionSpec spec = AttentionSpec::parse("full.mha8.d64.f32");
-  EXPECT_EQ(space_knobs(ScheduleSpace(spec, kAvx2)),
-            searched_rows(TargetKind::cpu, {KnobScope::attention, KnobScope::cpu}));
-  EXPECT_EQ(space_knobs(ScheduleSpace(spec, kCuda)),
-            searched_rows(TargetKind::gpu, {KnobScope::attention, KnobScope::gpu}));
+  const std::vector<std::string> cpu = {
+      "form",         "parallel", "q_copy_at",       "dot_axis",         "query_tile", "key_block",
+      "vector_width", "unroll",   "register_rows",   "register_vectors", "kv_splits",  "pv_rows",
+      "pv_vectors",   "pv_chunk", "prefetch_blocks", "group_heads",      "bf16_dots"};
+  EXPECT_EQ(space_knobs(ScheduleSpace(spec, kAvx2)), cpu);
+  const std::vector<std::string> gpu = {"form",        "query_tile",    "key_block",
+                                        "kv_splits",   "gpu_threads_x", "gpu_threads_y",
+                                        "gpu_stage_kv"};
+  EXPECT_EQ(space_knobs(ScheduleSpace(spec, kCuda)), gpu);
   const LayerSpec layer = LayerSpec::parse("self.dm512.causal.mha8.d64.f32");
-  EXPECT_EQ(space_knobs(ScheduleSpace(layer, kAvx2)).back(), "projection_fuse_q");
-  // Never searched: skipping masked blocks is never slower.
-  const ScheduleSpace space(spec, kAvx2);
-  for (const Knob& knob : space.knobs()) EXPECT_NE(knob.name(), "skip_masked_blocks");
+  std::vector<std::string> with_projections = cpu;
+  with_projections.insert(with_projections.end(), {"projection_vectors", "projection_rows",
+                                                   "projection_block", "projection_fuse_q"});
+  EXPECT_EQ(space_knobs(ScheduleSpace(layer, kAvx2)), with_projections);
+
+  // AVX2 has 8 lanes; one head per KV group and f32 storage leave nothing to group or pair.
+  const std::map<std::string, std::vector<int>> narrowed = {
+      {"vector_width", {8}}, {"group_heads", {0}}, {"bf16_dots", {0}}};
+  const ScheduleSpace on_avx2(spec, kAvx2), on_cuda(spec, kCuda);
+  for (const Knob& knob : on_avx2.knobs()) {
+    const auto found = narrowed.find(knob.name());
+    EXPECT_EQ(knob.values,
+              found != narrowed.end() ? found->second : knob.row->on(TargetKind::cpu).searched)
+        << knob.name();
+  }
+  for (const Knob& knob : on_cuda.knobs()) {
+    EXPECT_EQ(knob.values, knob.row->on(TargetKind::gpu).searched) << knob.name();
+  }
 }
 
 }  // namespace

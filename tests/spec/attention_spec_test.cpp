@@ -124,6 +124,20 @@ TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
   }
 }
 
+// Messages name a mask by its spec token.
+TEST(AttentionSpec, AFullMaskIsNamedFull) {
+  EXPECT_EQ(to_string(PositionMask::none), "full");
+  AttentionSpec spec;
+  spec.mask = PositionMask::none;
+  spec.window_left = 8;
+  try {
+    spec.validate();
+    FAIL();
+  } catch (const SpecError& error) {
+    EXPECT_NE(std::string(error.what()).find("'full'"), std::string::npos) << error.what();
+  }
+}
+
 TEST(AttentionSpec, ValidateChecksHeadsAndDim) {
   AttentionSpec spec;
   spec.heads = 12;

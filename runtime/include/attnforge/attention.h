@@ -62,7 +62,7 @@ struct AttentionOptions {
   // or weights. Each sequence runs the kernel for its own shape on views of
   // the packed memory; where each of its keys is read 256 times or more
   // (queries x query heads per KV head), on dense copies of its K and V rows,
-  // made for the call in CPU memory (see the README).
+  // made for the call in CPU memory (docs/runtime.md, "Packed batches").
   const TensorView* cu_seqlens_q = nullptr;
   const TensorView* cu_seqlens_k = nullptr;
 
