@@ -1,8 +1,8 @@
 #include "bench_shapes.h"
 
-#include <fmt/format.h>
-
 #include <stdexcept>
+
+#include "spec/attention_spec.h"
 
 namespace attnforge::bench {
 
@@ -67,9 +67,14 @@ Shape parse_shape(const std::string& text) {
 }
 
 std::vector<std::string> specs_for(const Shape& shape) {
-  const std::string heads_dim = fmt::format("mha{}.d{}.f32", shape.heads, shape.head_dim);
-  const bool square = shape.q_len == shape.kv_len;
-  return {"full." + heads_dim, (square ? "causal." : "causal.br.") + heads_dim};
+  AttentionSpec full;
+  full.heads = full.kv_heads = shape.heads;
+  full.head_dim = shape.head_dim;
+  AttentionSpec causal = full;
+  causal.mask = PositionMask::causal;
+  // Cross-attention shapes align the causal mask to the bottom right (a KV cache).
+  if (shape.q_len != shape.kv_len) causal.alignment = Alignment::bottom_right;
+  return {full.to_string(), causal.to_string()};
 }
 
 }  // namespace attnforge::bench

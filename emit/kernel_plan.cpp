@@ -33,20 +33,35 @@ bool fits(const Schedule& schedule, const AttentionSpec& spec, const Halide::Tar
   return !schedules::check(schedule, spec, target).has_value();
 }
 
-// The first of `presets` that fits the spec and target, else the naive schedule.
-std::string first_fitting(std::initializer_list<const char*> presets, const AttentionSpec& spec,
-                          const EmitTarget& target) {
-  for (const char* name : presets) {
-    if (fits(schedules::load_preset(name), spec, target.target)) return name;
-  }
-  return "naive";
-}
-
 // As the layer Generator applies it: unset projection knobs at the target's defaults.
 bool fits(const Schedule& schedule, const LayerSpec& layer, const Halide::Target& target) {
   return !schedules::check_layer(schedules::with_projection_defaults(schedule, target), layer,
                                  target)
               .has_value();
+}
+
+// The presets of each generic kernel, most preferred first: the first that
+// fits a spec and target ships, else the naive schedule.
+using Preference = std::vector<const char*>;
+// Any query length.
+const Preference kGenericPresets = {"online_cuda",   "materialized_cuda",   "online_bf16_avx512",
+                                    "online_avx512", "online_avx2",         "fused_avx512",
+                                    "fused_avx2",    "materialized_avx512", "materialized_avx2"};
+// Up to 16 query rows: on a GPU key splits give the blocks work; on a CPU
+// tiles of a few rows (a KV group's heads together) stream the K/V cache
+// once, else the unfused pipeline parallelizes over heads.
+const Preference kShortQueryPresets = {"online_split_cuda", "decode_avx512", "decode_avx2",
+                                       "materialized_avx512", "materialized_avx2"};
+// A whole MHA layer (CPUs only).
+const Preference kLayerPresets = {"online_avx512", "online_avx2",         "fused_avx512",
+                                  "fused_avx2",    "materialized_avx512", "materialized_avx2"};
+
+template <typename Spec>
+std::string first_fitting(const Preference& presets, const Spec& spec, const EmitTarget& target) {
+  for (const char* name : presets) {
+    if (fits(schedules::load_preset(name), spec, target.target)) return name;
+  }
+  return "naive";
 }
 
 // A winner tuned on a machine like `target` (same GPU-ness) whose schedule
@@ -123,14 +138,7 @@ void plan_layer(const autotune::Database& database, const LayerSpec& layer, size
     result.skipped.push_back(text + " on " + target.tag + ": layers have CPU kernels only");
     return;
   }
-  std::string preset = "naive";
-  for (const char* name : {"online_avx512", "online_avx2", "fused_avx512", "fused_avx2",
-                           "materialized_avx512", "materialized_avx2"}) {
-    if (fits(schedules::load_preset(name), layer, target.target)) {
-      preset = name;
-      break;
-    }
-  }
+  const std::string preset = first_fitting(kLayerPresets, layer, target);
   const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
   PlannedKernel generic{base + "generic", layer.attention,    t,    "generic", {0, 0, 0},
                         preset,           "preset " + preset, layer};
@@ -173,20 +181,11 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
         continue;
       }
       const std::string base = "attnforge_" + target.tag + "_" + symbol(text) + "_";
-      const std::string preset = first_fitting(
-          {"online_cuda", "materialized_cuda", "online_bf16_avx512", "online_avx512", "online_avx2",
-           "fused_avx512", "fused_avx2", "materialized_avx512", "materialized_avx2"},
-          spec, target);
+      const std::string preset = first_fitting(kGenericPresets, spec, target);
       const PlannedKernel generic{base + "generic",  spec, t, "generic", {0, 0, 0}, preset,
                                   "preset " + preset};
       plan.push_back(generic);
-      // Short query lengths: on a GPU key splits give the blocks work; on a
-      // CPU tiles of a few rows (a KV group's heads together) stream the
-      // K/V cache once, else the unfused pipeline parallelizes over heads.
-      const std::string short_preset =
-          first_fitting({"online_split_cuda", "decode_avx512", "decode_avx2", "materialized_avx512",
-                         "materialized_avx2"},
-                        spec, target);
+      const std::string short_preset = first_fitting(kShortQueryPresets, spec, target);
       plan.push_back({base + "generic_q16",
                       spec,
                       t,

@@ -180,4 +180,14 @@ NB_MODULE(_attnforge, m) {
     return kernels;
   });
   m.def("set_num_threads", &attnforge::set_num_threads, nb::arg("threads"));
+  // The enums' codes under the names the attnforge package takes, so the two
+  // are written once, here.
+  nb::dict masks, alignments;
+  masks["none"] = static_cast<int>(attnforge::MaskKind::none);
+  masks["causal"] = static_cast<int>(attnforge::MaskKind::causal);
+  masks["sliding_window"] = static_cast<int>(attnforge::MaskKind::sliding_window);
+  alignments["top_left"] = static_cast<int>(attnforge::MaskAlignment::top_left);
+  alignments["bottom_right"] = static_cast<int>(attnforge::MaskAlignment::bottom_right);
+  m.attr("MASK_CODES") = masks;
+  m.attr("ALIGNMENT_CODES") = alignments;
 }

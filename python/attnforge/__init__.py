@@ -35,8 +35,8 @@ class KernelError(AttnforgeError):
     """The kernel reported an error while it ran."""
 
 
-_MASKS = {"none": 0, "causal": 1, "sliding_window": 2}
-_ALIGNMENTS = {"top_left": 0, "bottom_right": 1}
+_MASKS = dict(_native.MASK_CODES)  # the C++ enums' codes, from the extension
+_ALIGNMENTS = dict(_native.ALIGNMENT_CODES)
 _ERRORS = {"invalid argument": ValueError, "no kernel": NoKernelError,
            "no device": NoDeviceError, "kernel failed": KernelError}
 

@@ -87,6 +87,14 @@ class Attention(unittest.TestCase):
             expected, _ = reference(q, k, v, mask="causal")
             np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
 
+    def test_mask_and_alignment_names_take_the_runtimes_codes(self):
+        # The codes come from the C++ enums through the extension; the tests
+        # above run each name against the reference.
+        self.assertEqual(attnforge._MASKS, dict(attnforge._native.MASK_CODES))
+        self.assertEqual(set(attnforge._MASKS), {"none", "causal", "sliding_window"})
+        self.assertEqual(set(attnforge._ALIGNMENTS), {"top_left", "bottom_right"})
+        self.assertEqual(len(set(attnforge._MASKS.values())), 3)
+
     def test_window_key_padding_in_f16(self):
         q, k, v = self.qkv(2, 2, 2, 9, 30, 32, np.float16)
         lengths = np.array([30, 11], dtype=np.int32)
