@@ -47,11 +47,13 @@ using Preference = std::vector<const char*>;
 const Preference kGenericPresets = {"online_cuda",   "materialized_cuda",   "online_bf16_avx512",
                                     "online_avx512", "online_avx2",         "fused_avx512",
                                     "fused_avx2",    "materialized_avx512", "materialized_avx2"};
-// Up to 16 query rows: on a GPU key splits give the blocks work; on a CPU
-// tiles of a few rows (a KV group's heads together) stream the K/V cache
-// once, else the unfused pipeline parallelizes over heads.
-const Preference kShortQueryPresets = {"online_split_cuda", "decode_avx512", "decode_avx2",
-                                       "materialized_avx512", "materialized_avx2"};
+// Up to 16 query rows: on a GPU key splits give the blocks work (where the
+// head dim fits their threads, else the generic presets); on a CPU tiles of a
+// few rows (a KV group's heads together) stream the K/V cache once, else the
+// unfused pipeline parallelizes over heads.
+const Preference kShortQueryPresets = {"online_split_cuda", "online_cuda", "materialized_cuda",
+                                       "decode_avx512",     "decode_avx2", "materialized_avx512",
+                                       "materialized_avx2"};
 // A whole MHA layer (CPUs only).
 const Preference kLayerPresets = {"online_avx512", "online_avx2",         "fused_avx512",
                                   "fused_avx2",    "materialized_avx512", "materialized_avx2"};

@@ -24,7 +24,10 @@ void write_reference(const std::filesystem::path& path) {
   const std::string updated = schedules::with_knob_reference(document);
   if (updated == document) return;
   const std::filesystem::path temporary = path.string() + ".knobs.tmp";
-  if (!(std::ofstream(temporary, std::ios::binary) << updated)) {
+  std::ofstream out(temporary, std::ios::binary);
+  out << updated;
+  out.close();  // a failed flush shows here, before the rename
+  if (!out) {
     std::filesystem::remove(temporary);
     throw std::runtime_error(fmt::format("knobs: cannot write {}", temporary.string()));
   }

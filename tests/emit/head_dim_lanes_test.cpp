@@ -1,10 +1,12 @@
 // Head dims that are not a multiple of a target's f32 lanes still get fast
 // kernels from emit: a tiled form refuses them (its vectors would run past a
-// K, V or output row), so the plan takes the next preset that fits, one of 8
-// lanes on AVX-512 for d40 and d72, the unfused form below 8. Every planned
-// schedule fits its target, and computes the reference on the kernel target.
+// K, V or output row), so the plan takes the next preset that fits: one of 8
+// lanes on AVX-512 for d40 and d72, the unfused form for a head dim that is
+// not a multiple of 8 (d20). Every planned schedule fits its target, and
+// computes the reference on the kernel target.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "autotune/temp_dir.h"
@@ -51,6 +53,21 @@ TEST_P(HeadDimLanes, EveryPlannedKernelIsAPresetThatFitsTheTarget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, HeadDimLanes, testing::each_isa(), testing::isa_name);
+
+// On CUDA the key-split preset needs a head dim of whole 16-thread rows; d40
+// decodes with the generic preset instead of the naive schedule.
+TEST(HeadDimLanesCuda, ShortQueriesFallBackToTheGenericPreset) {
+  autotune::TempDir dir;
+  const autotune::Database empty(dir.path() / "tuning.jsonl");
+  const KernelPlan plan = plan_kernels(empty, parse_emit_targets("cuda"),
+                                       {AttentionSpec::parse("causal.br.kpad.gqa4x2.d40.f32"),
+                                        AttentionSpec::parse("causal.br.kpad.gqa4x2.d64.f32")});
+  std::map<std::string, std::string> schedules;  // by function
+  for (const PlannedKernel& kernel : plan.kernels) schedules[kernel.function] = kernel.schedule;
+  EXPECT_EQ(schedules["attnforge_cuda80_causal_br_kpad_gqa4x2_d40_f32_generic_q16"], "online_cuda");
+  EXPECT_EQ(schedules["attnforge_cuda80_causal_br_kpad_gqa4x2_d64_f32_generic_q16"],
+            "online_split_cuda");
+}
 
 TEST(HeadDimLanesJit, EveryPlannedKernelMatchesTheReference) {
   for (const PlannedKernel& kernel : plan_for(testing::kernel_target()).kernels) {
