@@ -6,36 +6,18 @@
 #include <limits>
 #include <random>
 
+#include "spec/dtype_traits.h"
+
 namespace attnforge::autotune {
 
 namespace {
 
 void store(void* at, DType dtype, float value) {
-  switch (dtype) {
-    case DType::f32:
-      *static_cast<float*>(at) = value;
-      break;
-    case DType::f16:
-      *static_cast<uint16_t*>(at) = Halide::float16_t(value).to_bits();
-      break;
-    case DType::bf16:
-      *static_cast<uint16_t*>(at) = Halide::bfloat16_t(value).to_bits();
-      break;
-  }
+  traits_of(dtype).store(at, value);
 }
 
 float load(const void* at, DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return *static_cast<const float*>(at);
-    case DType::f16:
-      return static_cast<float>(
-          Halide::float16_t::make_from_bits(*static_cast<const uint16_t*>(at)));
-    case DType::bf16:
-      return static_cast<float>(
-          Halide::bfloat16_t::make_from_bits(*static_cast<const uint16_t*>(at)));
-  }
-  return 0.0f;
+  return traits_of(dtype).load(at);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "algorithm/attention_terms.h"
 #include "autotune/builder.h"
 #include "autotune/checker.h"
 #include "autotune/tuning_inputs.h"
@@ -26,7 +27,6 @@
 #include "bench/timing.h"
 #include "bench/torch_peer.h"
 #include "bench/tuned_schedules.h"
-#include "generators/attention_terms.h"
 #include "schedules/space.h"
 
 namespace attnforge::bench {

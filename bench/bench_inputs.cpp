@@ -4,7 +4,7 @@
 #include <limits>
 #include <random>
 
-#include "spec/half_precision.h"
+#include "spec/dtype_traits.h"
 
 namespace attnforge::bench {
 
@@ -15,8 +15,11 @@ Halide::Runtime::Buffer<> in_storage(BenchInputs::Tensor& values, DType dtype) {
   if (dtype == DType::f32) return values;
   Halide::Runtime::Buffer<uint16_t> stored(values.dim(0).extent(), values.dim(1).extent(),
                                            values.dim(2).extent(), values.dim(3).extent());
-  std::transform(values.begin(), values.end(), stored.begin(), [dtype](float x) {
-    return dtype == DType::f16 ? float_to_f16_bits(x) : float_to_bf16_bits(x);
+  const DTypeTraits& traits = traits_of(dtype);
+  std::transform(values.begin(), values.end(), stored.begin(), [&traits](float x) {
+    uint16_t bits;
+    traits.store(&bits, x);
+    return bits;
   });
   Halide::Runtime::Buffer<> typed = stored;
   typed.raw_buffer()->type = halide_type_of(dtype);
@@ -63,7 +66,7 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
 void BenchInputs::poison_output() {
   std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
   if (dtype == DType::f32) return;
-  const uint16_t nan = dtype == DType::f16 ? 0x7e00 : 0x7fc0;
+  const auto nan = static_cast<uint16_t>(traits_of(dtype).quiet_nan_bits);
   auto* bits = static_cast<uint16_t*>(kernel_out.data());
   std::fill(bits, bits + kernel_out.number_of_elements(), nan);
 }
@@ -71,9 +74,9 @@ void BenchInputs::poison_output() {
 void BenchInputs::read_output() {
   if (dtype == DType::f32) return;
   const auto* bits = static_cast<const uint16_t*>(kernel_out.data());
-  std::transform(bits, bits + kernel_out.number_of_elements(), out.begin(), [this](uint16_t b) {
-    return dtype == DType::f16 ? f16_bits_to_float(b) : bf16_bits_to_float(b);
-  });
+  const DTypeTraits& traits = traits_of(dtype);
+  std::transform(bits, bits + kernel_out.number_of_elements(), out.begin(),
+                 [&traits](uint16_t b) { return traits.load(&b); });
 }
 
 }  // namespace attnforge::bench

@@ -19,7 +19,7 @@
 #include "attnforge/attention.h"
 #include "bench/direct_kernel.h"
 #include "bench/timing.h"
-#include "runtime/src/halide_memory.h"
+#include "kernel_support/halide_memory.h"
 
 namespace {
 
@@ -40,8 +40,8 @@ void use_halide_default_allocator() {
   halide_set_custom_free(halide_default_free);
 }
 void use_kernel_memory() {
-  halide_set_custom_free(runtime::kernel_memory_free_any);
-  halide_set_custom_malloc(runtime::kernel_memory_malloc);
+  halide_set_custom_free(kernel_memory_free_any);
+  halide_set_custom_malloc(kernel_memory_malloc);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "autotune/subprocess.h"
 #include "autotune/temp_dir.h"
 #include "bench/layer_inputs.h"
+#include "spec/dtype_traits.h"
 
 namespace attnforge::bench {
 
@@ -106,8 +107,9 @@ std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
   return "";
 }
 
-const char* torch_dtype(DType dtype) {
-  return dtype == DType::f32 ? "f32" : dtype == DType::f16 ? "f16" : "bf16";
+// The script's --dtype takes the spec token.
+std::string torch_dtype(DType dtype) {
+  return std::string(traits_of(dtype).name);
 }
 
 // The SDPA script's arguments every device shares.

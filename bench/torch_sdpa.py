@@ -8,6 +8,7 @@ benchmark checks the output as it checks its own. Timing: one warm-up, then
 repeats until at least 3 runs and --min-time seconds, stopping early once the
 best and third-best are within 3% (as the C++ benchmark)."""
 import argparse
+import importlib.util
 import os
 from contextlib import nullcontext
 
@@ -16,6 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch_timing import time_runs, write_error, write_result
+
+# The alignment rule the kernels use, loaded alone (the package needs its native module).
+_positions = importlib.util.spec_from_file_location(
+    "key_positions", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python",
+                                  "attnforge", "key_positions.py"))
+key_positions = importlib.util.module_from_spec(_positions)
+_positions.loader.exec_module(key_positions)
+aligned_offset = key_positions.aligned_offset
 
 BACKENDS = {"default": None, "math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
             "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
@@ -50,7 +59,7 @@ def main():
     if a.mask == "causal_bottom_right":
         i = torch.arange(lq, device=a.device).unsqueeze(1)
         j = torch.arange(lk, device=a.device).unsqueeze(0)
-        mask = j <= i + (lk - lq)  # True: attend
+        mask = j <= i + aligned_offset("bottom_right", lk, lq)  # True: attend
     gqa = a.kv_heads != h
     names = a.backend.split(",")
     if any(name not in BACKENDS for name in names):

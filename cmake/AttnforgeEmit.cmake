@@ -21,14 +21,15 @@ function(attnforge_emit_package name)
     set(python_outputs "${package}/python/attnforge/__init__.py")
     set(python_depends "${PROJECT_SOURCE_DIR}/python/module.cpp"
                        "${PROJECT_SOURCE_DIR}/python/CMakeLists.txt"
-                       "${PROJECT_SOURCE_DIR}/python/attnforge/__init__.py")
+                       "${PROJECT_SOURCE_DIR}/python/attnforge/__init__.py"
+                       "${PROJECT_SOURCE_DIR}/python/attnforge/key_positions.py")
   endif ()
   add_custom_command(
     OUTPUT "${package}/lib/libattnforge_kernels.a" "${package}/lib/libattnforge_halide_runtime.a"
            ${python_outputs}
     COMMAND attnforge emit ${db_args} --specs "${spec_list}" --targets "${ARG_TARGETS}"
             --out "${package}" ${python_args}
-    DEPENDS attnforge attnforge_runtime attnforge_spec ${db_depends} ${python_depends}
+    DEPENDS attnforge attnforge_runtime attnforge_spec attnforge_kernel_support ${db_depends} ${python_depends}
     COMMENT "Emitting the kernel package ${name}"
     VERBATIM)
   add_custom_target(${name}_emit DEPENDS "${package}/lib/libattnforge_kernels.a")

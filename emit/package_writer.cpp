@@ -174,11 +174,15 @@ if (NOT TARGET attnforge::runtime)
   set_target_properties(attnforge::spec PROPERTIES
     IMPORTED_LOCATION "${_attnforge_prefix}/lib/libattnforge_spec.a"
     INTERFACE_LINK_LIBRARIES "fmt::fmt")
+  add_library(attnforge::kernel_support STATIC IMPORTED)
+  set_target_properties(attnforge::kernel_support PROPERTIES
+    IMPORTED_LOCATION "${_attnforge_prefix}/lib/libattnforge_kernel_support.a"
+    INTERFACE_LINK_LIBRARIES "fmt::fmt")
   add_library(attnforge::runtime STATIC IMPORTED)
   set_target_properties(attnforge::runtime PROPERTIES
     IMPORTED_LOCATION "${_attnforge_prefix}/lib/libattnforge_runtime.a"
     INTERFACE_INCLUDE_DIRECTORIES "${_attnforge_prefix}/include"
-    INTERFACE_LINK_LIBRARIES "attnforge::kernels;attnforge::spec;attnforge::halide_runtime;${CMAKE_DL_LIBS}")
+    INTERFACE_LINK_LIBRARIES "attnforge::kernels;attnforge::spec;attnforge::kernel_support;attnforge::halide_runtime;${CMAKE_DL_LIBS}")
 endif ()
 unset(_attnforge_prefix)
 )";
@@ -244,6 +248,7 @@ void write_package(const std::vector<PlannedKernel>& plan, const std::vector<Emi
   autotune::build_runtime(runtime_target(targets), out / "lib/libattnforge_halide_runtime.a");
   copy_into_package(toolchain.runtime_library, out / "lib/libattnforge_runtime.a");
   copy_into_package(toolchain.spec_library, out / "lib/libattnforge_spec.a");
+  copy_into_package(toolchain.kernel_support_library, out / "lib/libattnforge_kernel_support.a");
 
   write_text(out / "lib/cmake/attnforge/attnforgeConfig.cmake", package_config());
   write_text(out / "lib/cmake/attnforge/attnforgeConfigVersion.cmake",

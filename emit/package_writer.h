@@ -16,12 +16,13 @@ namespace attnforge::emit {
 
 // What the package is assembled from (the attnforge build knows these).
 struct Toolchain {
-  std::string cxx;                        // C++ compiler for the kernel table
-  std::string ar;                         // archiver
-  std::filesystem::path runtime_library;  // libattnforge_runtime.a
-  std::filesystem::path spec_library;     // libattnforge_spec.a
-  std::filesystem::path runtime_include;  // runtime/include (attnforge/*.h)
-  std::filesystem::path halide_include;   // HalideRuntime*.h
+  std::string cxx;                               // C++ compiler for the kernel table
+  std::string ar;                                // archiver
+  std::filesystem::path runtime_library;         // libattnforge_runtime.a
+  std::filesystem::path spec_library;            // libattnforge_spec.a
+  std::filesystem::path kernel_support_library;  // libattnforge_kernel_support.a
+  std::filesystem::path runtime_include;         // runtime/include (attnforge/*.h)
+  std::filesystem::path halide_include;          // HalideRuntime*.h
 };
 
 // The generated sources, pure functions of the plan (byte-identical per database).

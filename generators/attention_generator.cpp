@@ -1,16 +1,15 @@
 // The one attention Generator. Its GeneratorParams are the spec as its
 // canonical string (`spec`), the schedule to apply (`schedule`: a preset name,
 // schedule JSON, "naive" or "auto") and the shape autoschedulers plan for.
-// Arguments, in order: q, k, v, [key_lengths], [page_table], [bias],
-// [alibi_slopes], scale; outputs: out, [weights].
+// Its arguments are spec/kernel_arguments.h's kernel_argument_table, in that order.
 #include <Halide.h>
 
 #include <array>
 
-#include "attention_inputs.h"
-#include "attention_terms.h"
-#include "materialized_form.h"
-#include "row_prefetch.h"
+#include "algorithm/attention_inputs.h"
+#include "algorithm/attention_terms.h"
+#include "algorithm/materialized_form.h"
+#include "algorithm/row_prefetch.h"
 #include "schedules/apply_cuda.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
@@ -20,6 +19,7 @@
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
 #include "spec/attention_spec.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge {
 namespace {
@@ -42,19 +42,46 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
 
   void configure() {
     spec_ = resolve_spec();
-    Halide::Type storage = storage_type_of(spec_.dtype);
-    q_ = add_input<Buffer<>>("q", storage, 4);
-    k_ = add_input<Buffer<>>("k", storage, 4);
-    v_ = add_input<Buffer<>>("v", storage, 4);
-    if (spec_.key_padding) key_lengths_ = add_input<Buffer<int32_t>>("key_lengths", 1);
-    if (spec_.paged()) page_table_ = add_input<Buffer<int32_t>>("page_table", 2);
-    if (spec_.bias == BiasKind::tensor) bias_ = add_input<Buffer<>>("bias", storage, 4);
-    if (spec_.bias == BiasKind::alibi) {
-      alibi_slopes_ = add_input<Buffer<float>>("alibi_slopes", 1);
+    for_each_kernel_argument(spec_, [this](const KernelArgumentSlot& slot) { declare(slot); });
+  }
+
+  // One argument, in the table's order.
+  void declare(const KernelArgumentSlot& slot) {
+    const Halide::Type storage = storage_type_of(spec_.dtype);
+    const char* name = slot.name;
+    const int dims = slot.dimensions;
+    switch (slot.argument) {
+      case KernelArgument::q:
+        q_ = add_input<Buffer<>>(name, storage, dims);
+        break;
+      case KernelArgument::k:
+        k_ = add_input<Buffer<>>(name, storage, dims);
+        break;
+      case KernelArgument::v:
+        v_ = add_input<Buffer<>>(name, storage, dims);
+        break;
+      case KernelArgument::key_lengths:
+        key_lengths_ = add_input<Buffer<int32_t>>(name, dims);
+        break;
+      case KernelArgument::page_table:
+        page_table_ = add_input<Buffer<int32_t>>(name, dims);
+        break;
+      case KernelArgument::bias:
+        bias_ = add_input<Buffer<>>(name, storage, dims);
+        break;
+      case KernelArgument::alibi_slopes:
+        alibi_slopes_ = add_input<Buffer<float>>(name, dims);
+        break;
+      case KernelArgument::scale:
+        scale_ = add_input<float>(name);
+        break;
+      case KernelArgument::out:
+        out_ = add_output<Buffer<>>(name, storage, dims);
+        break;
+      case KernelArgument::weights:
+        weights_ = add_output<Buffer<>>(name, storage, dims);
+        break;
     }
-    scale_ = add_input<float>("scale");
-    out_ = add_output<Buffer<>>("out", storage, 4);
-    if (spec_.return_weights) weights_ = add_output<Buffer<>>("weights", storage, 4);
   }
 
   void generate() {

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "jit_compile.h"
+#include "kernel_support/ptx_functions.h"
 #include "spec/cuda_register_limit.h"
-#include "spec/ptx_functions.h"
 
 namespace attnforge {
 

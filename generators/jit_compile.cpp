@@ -1,7 +1,7 @@
 #include "jit_compile.h"
 
+#include "kernel_support/kernel_memory.h"
 #include "spec/cuda_register_limit.h"
-#include "spec/kernel_memory.h"
 
 namespace attnforge {
 

@@ -1,9 +1,7 @@
 // The multi-head attention layer Generator. GeneratorParams: the layer spec's
 // canonical string and the schedule ("naive", a preset name or schedule JSON;
-// unset projection knobs take the target's defaults). Arguments, in order:
-// self-attention: x, w_qkv, [b_qkv]; cross-attention: x_q, x_kv, w_q, w_k,
-// w_v, [b_q, b_k, b_v]; then w_o, [b_o], [key_lengths], [bias],
-// [alibi_slopes], scale. Outputs: out, [weights].
+// unset projection knobs take the target's defaults). Its arguments are
+// spec/layer_arguments.h's layer_argument_table, in that order.
 #include <Halide.h>
 
 #include "schedules/apply_layer_x86.h"
@@ -11,6 +9,7 @@
 #include "schedules/prefetch_lines.h"
 #include "schedules/presets.h"
 #include "schedules/schedule_choice.h"
+#include "spec/layer_arguments.h"
 #include "spec/layer_spec.h"
 
 namespace attnforge {
@@ -39,33 +38,65 @@ class LayerGenerator : public Halide::Generator<LayerGenerator> {
       throw SpecError("target", "the layer is built for CPUs; '" + get_target().to_string() +
                                     "' has a GPU feature");
     }
-    const bool bias = spec_.projection_bias;
-    if (spec_.self_attention) {
-      x_q_ = add_input<Buffer<float>>("x", 3);
-      w_qkv_ = add_input<Buffer<float>>("w_qkv", 2);
-      if (bias) b_qkv_ = add_input<Buffer<float>>("b_qkv", 1);
-    } else {
-      x_q_ = add_input<Buffer<float>>("x_q", 3);
-      x_kv_ = add_input<Buffer<float>>("x_kv", 3);
-      w_q_ = add_input<Buffer<float>>("w_q", 2);
-      w_k_ = add_input<Buffer<float>>("w_k", 2);
-      w_v_ = add_input<Buffer<float>>("w_v", 2);
-      if (bias) {
-        b_q_ = add_input<Buffer<float>>("b_q", 1);
-        b_k_ = add_input<Buffer<float>>("b_k", 1);
-        b_v_ = add_input<Buffer<float>>("b_v", 1);
-      }
+    for_each_layer_argument(spec_, [this](const LayerArgumentSlot& slot) { declare(slot); });
+  }
+
+  // One argument, in spec/layer_arguments.h's table order.
+  void declare(const LayerArgumentSlot& slot) {
+    const char* name = slot.name;
+    const int dims = slot.dimensions;
+    switch (slot.argument) {
+      case LayerArgument::key_lengths:
+        key_lengths_ = add_input<Buffer<int32_t>>(name, dims);
+        return;
+      case LayerArgument::scale:
+        scale_ = add_input<float>(name);
+        return;
+      case LayerArgument::out:
+        out_ = add_output<Buffer<float>>(name, dims);
+        return;
+      case LayerArgument::weights:
+        weights_ = add_output<Buffer<float>>(name, dims);
+        return;
+      default:
+        *float_input(slot.argument) = add_input<Buffer<float>>(name, dims);
     }
-    w_o_ = add_input<Buffer<float>>("w_o", 2);
-    if (bias) b_o_ = add_input<Buffer<float>>("b_o", 1);
-    const AttentionSpec& a = spec_.attention;
-    if (a.key_padding) key_lengths_ = add_input<Buffer<int32_t>>("key_lengths", 1);
-    if (a.bias == BiasKind::tensor) attn_bias_ = add_input<Buffer<float>>("bias", 4);
-    if (a.bias == BiasKind::alibi) alibi_slopes_ = add_input<Buffer<float>>("alibi_slopes", 1);
-    scale_ = add_input<float>("scale");
-    out_ = add_output<Buffer<float>>("out", 3);
-    if (spec_.weights == LayerWeights::per_head) weights_ = add_output<Buffer<float>>("weights", 4);
-    if (spec_.weights == LayerWeights::averaged) weights_ = add_output<Buffer<float>>("weights", 3);
+  }
+
+  // The member that holds a float input.
+  FloatInput** float_input(LayerArgument argument) {
+    using A = LayerArgument;
+    switch (argument) {
+      case A::x:
+      case A::x_q:
+        return &x_q_;
+      case A::x_kv:
+        return &x_kv_;
+      case A::w_qkv:
+        return &w_qkv_;
+      case A::b_qkv:
+        return &b_qkv_;
+      case A::w_q:
+        return &w_q_;
+      case A::w_k:
+        return &w_k_;
+      case A::w_v:
+        return &w_v_;
+      case A::b_q:
+        return &b_q_;
+      case A::b_k:
+        return &b_k_;
+      case A::b_v:
+        return &b_v_;
+      case A::w_o:
+        return &w_o_;
+      case A::b_o:
+        return &b_o_;
+      case A::bias:
+        return &attn_bias_;
+      default:
+        return &alibi_slopes_;
+    }
   }
 
   void generate() {

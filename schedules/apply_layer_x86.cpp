@@ -57,7 +57,7 @@ void apply_layer_x86(const Schedule& s, LayerPipeline& p, const LayerSpec& spec)
   const std::vector<Projection>& projections = p.projections.all;
   for (size_t n = 0; n < projections.size(); ++n) {
     const Projection& proj = projections[n];
-    if (static_cast<int>(n) == p.projections.query && s.projection_fuse_q == 1) {
+    if (static_cast<int>(n) == p.projections.query && s.projection_fuse_q) {
       schedule_projection_at(s, proj, v, D, tile);
     } else {
       schedule_gemm_root(s, proj.out, proj.sum, v.d, v.i, &v.h, v.b, {proj.over_model.x}, D);

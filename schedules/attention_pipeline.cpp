@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithm/attention_terms.h"
 #include "cuda_limits.h"
-#include "generators/attention_terms.h"
 
 namespace attnforge::schedules {
 

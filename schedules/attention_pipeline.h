@@ -3,9 +3,9 @@
 
 #include <Halide.h>
 
-#include "generators/attention_inputs.h"
-#include "generators/materialized_form.h"
-#include "generators/tiled_forms.h"
+#include "algorithm/attention_inputs.h"
+#include "algorithm/materialized_form.h"
+#include "algorithm/tiled_forms.h"
 #include "schedule.h"
 
 namespace attnforge::schedules {

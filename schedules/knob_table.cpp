@@ -299,8 +299,9 @@ int KnobRow::from_json(const nlohmann::json& json) const {
     case KnobEncoding::integer: {
       if (!json.is_number_integer()) wrong_json(*this, json, "an integer");
       const auto value = json.get<int64_t>();
-      if (value < 0 || value > 1 << 20) {
-        throw ScheduleError(name_, fmt::format("{} is out of range", value));
+      if (value < 0 || value > (stored_as_bool_ ? 1 : 1 << 20)) {
+        throw ScheduleError(name_, fmt::format("{} is out of range{}", value,
+                                               stored_as_bool_ ? "; expected 0 or 1" : ""));
       }
       return static_cast<int>(value);
     }

@@ -62,7 +62,9 @@ class KnobRow {
   // The row of a Schedule field: KnobRow::of<&Schedule::key_block>("key_block", ...).
   template <auto Member>
   static KnobRow of(const char* name, KnobScope scope) {
-    return KnobRow(name, scope, &get_member<Member>, &set_member<Member>);
+    using Field = std::decay_t<decltype(Schedule{}.*Member)>;
+    return KnobRow(name, scope, &get_member<Member>, &set_member<Member>,
+                   std::is_same_v<Field, bool>);
   }
 
   // Builders, read as the row's named columns.
@@ -110,8 +112,13 @@ class KnobRow {
  private:
   using Get = int (*)(const Schedule&);
   using Set = void (*)(Schedule&, int);
-  KnobRow(const char* name, KnobScope scope, Get get, Set set)
-      : name_(name), scope_(scope), get_(get), set_(set), unset_(get(Schedule{})) {}
+  KnobRow(const char* name, KnobScope scope, Get get, Set set, bool stored_as_bool)
+      : name_(name),
+        scope_(scope),
+        get_(get),
+        set_(set),
+        unset_(get(Schedule{})),
+        stored_as_bool_(stored_as_bool) {}
 
   template <auto Member>
   static int get_member(const Schedule& s) {
@@ -141,6 +148,8 @@ class KnobRow {
   Get get_;
   Set set_;
   int unset_;  // read once: canonical() asks for it on every candidate of a search
+  // A bool field written as 0/1 in JSON (as every record has): other integers are refused.
+  bool stored_as_bool_;
   KnobEncoding encoding_ = KnobEncoding::integer;
   std::vector<const char*> names_;
   KnobOnTarget cpu_, gpu_;

@@ -8,7 +8,7 @@ LayerPipeline build_layer_pipeline(const LayerSpec& spec, const LayerInputs& inp
                                    const Schedule& schedule) {
   LayerPipeline p;
   AttentionVars v;
-  p.projections = build_projections(spec, inputs, v, schedule.projection_fuse_q == 1);
+  p.projections = build_projections(spec, inputs, v, schedule.projection_fuse_q);
   p.attention = build_pipeline(spec.attention, p.projections.attention, attention_part(schedule));
   p.output_projection = build_output_projection(spec, inputs, p.attention.output, p.attention.vars);
   p.attention.output = p.output_projection.heads;

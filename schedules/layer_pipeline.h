@@ -4,8 +4,8 @@
 
 #include <Halide.h>
 
+#include "algorithm/layer_form.h"
 #include "attention_pipeline.h"
-#include "generators/layer_form.h"
 #include "schedule.h"
 
 namespace attnforge::schedules {

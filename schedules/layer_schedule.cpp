@@ -33,6 +33,10 @@ Schedule with_projection_defaults(Schedule s, const Halide::Target& target) {
 
 std::optional<ScheduleError> check_layer(const Schedule& s, const LayerSpec& spec,
                                          const Halide::Target& target) {
+  if (kind_of(target) == TargetKind::gpu) {
+    return ScheduleError(
+        "target", "the layer is built for CPUs; '" + target.to_string() + "' has a GPU feature");
+  }
   if (auto misfit = check(attention_part(s), spec.attention, target)) return misfit;
   if (auto misfit = check_legal_values(s, kind_of(target), {KnobScope::layer})) return misfit;
   const int accumulators = s.projection_vectors * s.projection_rows;
@@ -48,12 +52,12 @@ std::optional<ScheduleError> check_layer(const Schedule& s, const LayerSpec& spe
                          fmt::format("{} must be a multiple of projection_rows ({})",
                                      s.projection_block, s.projection_rows));
   }
-  if (s.projection_fuse_q == 1 && s.q_copy_at == StoreLevel::root) {
+  if (s.projection_fuse_q && s.q_copy_at == StoreLevel::root) {
     return ScheduleError("projection_fuse_q",
                          "Q cannot be projected per query tile when the query tiles' copy is at "
                          "root (q_copy_at: root)");
   }
-  if (s.projection_fuse_q != 0 && s.form == Form::materialized) {
+  if (s.projection_fuse_q && s.form == Form::materialized) {
     return ScheduleError("projection_fuse_q",
                          "the materialized form has no query tiles to fuse into");
   }

@@ -5,8 +5,8 @@
 
 #include <Halide.h>
 
-#include "generators/attention_inputs.h"
-#include "generators/materialized_form.h"
+#include "algorithm/attention_inputs.h"
+#include "algorithm/materialized_form.h"
 
 namespace attnforge::schedules {
 

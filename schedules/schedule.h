@@ -70,12 +70,12 @@ struct Schedule {
   int projection_vectors = 0;
   int projection_rows = 0;
   int projection_block = 0;
-  int projection_fuse_q = 0;
+  bool projection_fuse_q = false;
 
   // CUDA (0 in CPU schedules).
   int gpu_threads_x = 0;
   int gpu_threads_y = 0;
-  int gpu_stage_kv = 0;
+  bool gpu_stage_kv = false;
 
   nlohmann::json to_json() const;
   // Throws ScheduleError naming the first unknown or ill-typed field.

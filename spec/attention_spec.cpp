@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "dtype_traits.h"
+
 namespace attnforge {
 
 const char* const kSpecGrammar =
@@ -96,8 +98,8 @@ void parse_heads(std::string_view token, AttentionSpec& spec) {
 }
 
 DType parse_dtype(std::string_view token) {
-  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
-    if (token == to_string(dtype)) return dtype;
+  for (const DTypeTraits& traits : dtype_table()) {
+    if (token == traits.name) return traits.dtype;
   }
   throw SpecError("dtype", fmt::format("'{}' is not a dtype; expected f32, f16 or bf16", token));
 }
@@ -139,15 +141,7 @@ std::string_view to_string(BiasKind bias) {
 }
 
 std::string_view to_string(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return "f32";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-  }
-  return "?";
+  return traits_of(dtype).name;
 }
 
 float default_scale(int head_dim) {
@@ -193,8 +187,7 @@ void AttentionSpec::validate() const {
                     fmt::format("a paged cache has no contiguous key positions for {}",
                                 return_weights ? "returned weights" : "a bias tensor"));
   }
-  bool positional = mask != PositionMask::none || bias == BiasKind::alibi;
-  if (alignment == Alignment::bottom_right && !positional) {
+  if (alignment == Alignment::bottom_right && !positional()) {
     throw SpecError("alignment", "bottom_right alignment needs a causal or window mask or ALiBi");
   }
 }

@@ -58,6 +58,9 @@ struct AttentionSpec {
 
   int group_size() const { return heads / kv_heads; }
   bool paged() const { return page_size > 0; }
+  // Whether query and key positions enter the scores (a causal or window
+  // mask, or ALiBi): only then can alignment be bottom_right.
+  bool positional() const { return mask != PositionMask::none || bias == BiasKind::alibi; }
 
   // Canonical string, e.g. "causal.gqa32x8.d128.f16"; parse(to_string()) == *this.
   std::string to_string() const;

@@ -59,17 +59,4 @@ float bf16_bits_to_float(uint16_t bits) {
   return float_of(static_cast<uint32_t>(bits) << 16);
 }
 
-double round_to_dtype(double value, DType dtype) {
-  float f = static_cast<float>(value);
-  switch (dtype) {
-    case DType::f32:
-      return f;
-    case DType::f16:
-      return f16_bits_to_float(float_to_f16_bits(f));
-    case DType::bf16:
-      return bf16_bits_to_float(float_to_bf16_bits(f));
-  }
-  return f;
-}
-
 }  // namespace attnforge

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "spec/dtype_traits.h"
+
 namespace attnforge {
 
 void* required_argument(halide_buffer_t* buffer, const char* name) {
@@ -10,15 +12,7 @@ void* required_argument(halide_buffer_t* buffer, const char* name) {
 }
 
 halide_type_t halide_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return halide_type_t(halide_type_float, 32);
-    case DType::f16:
-      return halide_type_t(halide_type_float, 16);
-    case DType::bf16:
-      return halide_type_t(halide_type_bfloat, 16);
-  }
-  return halide_type_t(halide_type_float, 32);
+  return traits_of(dtype).halide_type;
 }
 
 void mark_host_inputs_dirty(KernelArguments& args) {
@@ -28,19 +22,32 @@ void mark_host_inputs_dirty(KernelArguments& args) {
   }
 }
 
+const std::array<KernelArgumentSlot, 10>& kernel_argument_table() {
+  using A = KernelArgument;
+  using E = ArgumentElement;
+  using Args = KernelArguments;
+  static const std::array<KernelArgumentSlot, 10> table = {{
+      {A::q, "q", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::q},
+      {A::k, "k", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::k},
+      {A::v, "v", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::v},
+      {A::key_lengths, "key_lengths", E::int32, 1, false,
+       [](const AttentionSpec& s) { return s.key_padding; }, &Args::key_lengths},
+      {A::page_table, "page_table", E::int32, 2, false,
+       [](const AttentionSpec& s) { return s.paged(); }, &Args::page_table},
+      {A::bias, "bias", E::storage, 4, false,
+       [](const AttentionSpec& s) { return s.bias == BiasKind::tensor; }, &Args::bias},
+      {A::alibi_slopes, "alibi_slopes", E::float32, 1, false,
+       [](const AttentionSpec& s) { return s.bias == BiasKind::alibi; }, &Args::alibi_slopes},
+      {A::scale, "scale", E::float32, 0, false, [](const AttentionSpec&) { return true; }, nullptr},
+      {A::out, "out", E::storage, 4, true, [](const AttentionSpec&) { return true; }, &Args::out},
+      {A::weights, "weights", E::storage, 4, true,
+       [](const AttentionSpec& s) { return s.return_weights; }, &Args::weights},
+  }};
+  return table;
+}
+
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
-  KernelArgv argv;
-  argv.push(required_argument(args.q, "q"));
-  argv.push(required_argument(args.k, "k"));
-  argv.push(required_argument(args.v, "v"));
-  if (spec.key_padding) argv.push(required_argument(args.key_lengths, "key_lengths"));
-  if (spec.paged()) argv.push(required_argument(args.page_table, "page_table"));
-  if (spec.bias == BiasKind::tensor) argv.push(required_argument(args.bias, "bias"));
-  if (spec.bias == BiasKind::alibi) argv.push(required_argument(args.alibi_slopes, "alibi_slopes"));
-  argv.push(&args.scale);
-  argv.push(required_argument(args.out, "out"));
-  if (spec.return_weights) argv.push(required_argument(args.weights, "weights"));
-  return argv;
+  return argv_of(kernel_argument_table(), spec, args);
 }
 
 }  // namespace attnforge

@@ -27,6 +27,42 @@ struct KernelArguments {
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
 
+enum class ArgumentElement { storage, int32, float32 };  // storage: the spec's dtype
+
+// One argument of a kernel, a row of its argument table. The table lists
+// them in the order the kernel takes them: its Generator declares its inputs
+// and outputs from the table, and the argv is built from it.
+template <typename Argument, typename Spec, typename Arguments>
+struct ArgumentSlot {
+  Argument argument;
+  const char* name;
+  ArgumentElement element;
+  int dimensions;  // 0: a scalar (the scale)
+  bool output;
+  bool (*needed)(const Spec& spec);
+  halide_buffer_t* Arguments::*buffer;  // nullptr for the scale
+};
+
+// Calls visit(slot) for each row of `table` a kernel of `spec` takes, in order.
+template <typename Slot, size_t N, typename Spec, typename Visit>
+void for_each_needed(const std::array<Slot, N>& table, const Spec& spec, Visit&& visit) {
+  for (const Slot& slot : table) {
+    if (slot.needed(spec)) visit(slot);
+  }
+}
+
+// clang-format off
+enum class KernelArgument { q, k, v, key_lengths, page_table, bias, alibi_slopes, scale, out, weights };
+// clang-format on
+using KernelArgumentSlot = ArgumentSlot<KernelArgument, AttentionSpec, KernelArguments>;
+
+const std::array<KernelArgumentSlot, 10>& kernel_argument_table();
+
+template <typename Visit>
+void for_each_kernel_argument(const AttentionSpec& spec, Visit&& visit) {
+  for_each_needed(kernel_argument_table(), spec, visit);
+}
+
 // Marks every input that has no device copy yet as changed on the host, so
 // a GPU kernel copies it to its device (Halide copies only host-dirty data);
 // a CPU kernel ignores the flag.
@@ -59,8 +95,18 @@ halide_type_t halide_type_of(DType dtype);
 // `buffer`, or SpecError naming the argument when it is null.
 void* required_argument(halide_buffer_t* buffer, const char* name);
 
-// `args` must outlive the result. Throws SpecError when the spec needs an
-// argument that is null.
+// The argv of `table`'s arguments that `spec` needs, from `args` (which must
+// outlive it). Throws SpecError naming an argument the spec needs that is null.
+template <typename Slot, size_t N, typename Spec, typename Arguments>
+KernelArgv argv_of(const std::array<Slot, N>& table, const Spec& spec, Arguments& args) {
+  KernelArgv argv;
+  for_each_needed(table, spec, [&](const Slot& slot) {
+    argv.push(slot.buffer ? required_argument(args.*slot.buffer, slot.name)
+                          : static_cast<void*>(&args.scale));
+  });
+  return argv;
+}
+
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args);
 
 }  // namespace attnforge

@@ -33,6 +33,23 @@ struct LayerArguments {
   halide_buffer_t* weights = nullptr;  // (Lk, Lq, H, B), or (Lk, Lq, B) averaged
 };
 
+// clang-format off
+enum class LayerArgument {
+  x, w_qkv, b_qkv,                          // self-attention
+  x_q, x_kv, w_q, w_k, w_v, b_q, b_k, b_v,  // cross-attention
+  w_o, b_o, key_lengths, bias, alibi_slopes, scale, out, weights
+};
+// clang-format on
+using LayerArgumentSlot = ArgumentSlot<LayerArgument, LayerSpec, LayerArguments>;
+
+// A layer kernel's arguments in order (weights has a row per layout).
+const std::array<LayerArgumentSlot, 20>& layer_argument_table();
+
+template <typename Visit>
+void for_each_layer_argument(const LayerSpec& spec, Visit&& visit) {
+  for_each_needed(layer_argument_table(), spec, visit);
+}
+
 // `args` must outlive the result. Throws SpecError naming an argument the spec needs that is null.
 KernelArgv layer_argv(const LayerSpec& spec, LayerArguments& args);
 

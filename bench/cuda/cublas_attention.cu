@@ -6,6 +6,8 @@
 #include <string>
 
 #include "cublas_attention.h"
+#include "spec/dtype_traits.h"
+#include "spec/key_range.h"
 
 namespace attnforge::bench {
 
@@ -103,7 +105,7 @@ std::string CublasAttention::unsupported(const AttentionSpec& spec) {
 CublasAttention::CublasAttention(const AttentionSpec& spec, int batch, int q_len, int kv_len,
                                  float scale, const void* q, const void* k, const void* v)
     : device_(new Device{spec, batch, q_len, kv_len, scale, spec.dtype == DType::f16,
-                         spec.dtype == DType::f16 ? 2u : 4u}) {
+                         static_cast<unsigned>(traits_of(spec.dtype).bytes)}) {
   Device& d = *device_;
   const size_t D = spec.head_dim;
   const size_t q_bytes = d.element * batch * spec.heads * q_len * D;
@@ -139,7 +141,8 @@ void CublasAttention::run() {
                                    CUDA_R_32F, d.kv_len, s_stride, batches, CUBLAS_COMPUTE_32F,
                                    CUBLAS_GEMM_DEFAULT),
         "scores GEMM");
-  const int offset = s.alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0;
+  // Query i sits at key i + offset (spec/key_range.h).
+  const int offset = static_cast<int>(aligned_position<long>(s, 0, d.kv_len, d.q_len));
   const bool causal = s.mask == PositionMask::causal;
   const unsigned blocks = static_cast<unsigned>(size_t(d.batch) * s.heads * d.q_len);
   if (d.half) {

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <utility>
 
+#include "element_types.h"
 #include "tensor_checks.h"
 
 namespace attnforge::runtime {
@@ -194,21 +195,14 @@ void apply_options(const AttentionOptions& options, AttentionSpec& spec) {
                                                          : PositionMask::none;
   spec.window_left = options.window_left;
   spec.window_right = options.window_right;
-  const bool positional = spec.mask != PositionMask::none || options.alibi_slopes != nullptr;
-  spec.alignment = positional && options.alignment == MaskAlignment::bottom_right
-                       ? Alignment::bottom_right
-                       : Alignment::top_left;
   spec.key_padding = options.key_lengths != nullptr;
   spec.bias = options.bias           ? BiasKind::tensor
               : options.alibi_slopes ? BiasKind::alibi
                                      : BiasKind::none;
+  spec.alignment = spec.positional() && options.alignment == MaskAlignment::bottom_right
+                       ? Alignment::bottom_right
+                       : Alignment::top_left;
   spec.return_weights = options.weights != nullptr;
-}
-
-DType storage_type(ElementType type) {
-  return type == ElementType::f16    ? DType::f16
-         : type == ElementType::bf16 ? DType::bf16
-                                     : DType::f32;
 }
 
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,

@@ -19,9 +19,6 @@ struct ValidatedCall {
   int row_alignment = 1;
 };
 
-// The spec's storage type of a float element type (i32 is not one).
-DType storage_type(ElementType type);
-
 // The options' own checks for a call of b batches, lq queries, lk keys and
 // `heads` heads whose first tensor is q (type and device).
 Status check_options(const AttentionOptions& options, const TensorView& q, int64_t b, int64_t lq,

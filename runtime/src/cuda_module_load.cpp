@@ -7,8 +7,8 @@
 #include <exception>
 #include <string>
 
+#include "kernel_support/ptx_functions.h"
 #include "spec/cuda_register_limit.h"
-#include "spec/ptx_functions.h"
 
 // The driver lookup, cuda_driver.cpp's replacement of the Halide runtime's.
 extern "C" void* halide_cuda_get_symbol(void* user_context, const char* name);

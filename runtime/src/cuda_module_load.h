@@ -1,5 +1,5 @@
 // How every CUDA module of the linked kernels loads: with the PTX functions
-// linked in (spec/ptx_functions.h) and under the register limit the screens
+// linked in (kernel_support/ptx_functions.h) and under the register limit the screens
 // assemble with (spec/cuda_register_limit.h). cuda_driver.cpp puts it in
 // place of the Halide CUDA runtime's weak compile_kernel.
 #pragma once

@@ -1,22 +1,12 @@
 #include "halide_tensor.h"
 
-#include "call_validation.h"
-#include "spec/kernel_arguments.h"
+#include "element_types.h"
 
 namespace attnforge::runtime {
 
-namespace {
-
-halide_type_t halide_type(ElementType type) {
-  if (type == ElementType::i32) return halide_type_t(halide_type_int, 32);
-  return halide_type_of(storage_type(type));
-}
-
-}  // namespace
-
 int HalideTensor::wrap(const TensorView& view, const int64_t* extents,
                        const KernelPackage& package) {
-  buffer_.type = halide_type(view.type);
+  buffer_.type = halide_type_of(view.type);
   buffer_.dimensions = view.rank;
   buffer_.dim = dims_;
   for (int n = 0; n < view.rank; ++n) {

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "halide_memory.h"
+#include "kernel_support/halide_memory.h"
 
 namespace attnforge::runtime {
 

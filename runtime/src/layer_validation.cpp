@@ -71,38 +71,57 @@ Status check_weights_given(const LayerParameters& p, bool self_attention) {
   return Status::success();
 }
 
-}  // namespace
+// The sizes a layer call's tensors and options give: B, Lq, Lk, d_model,
+// H, H_kv and D = d_model / H.
+struct LayerSizes {
+  int64_t b = 0, lq = 0, lk = 0, dm = 0;
+  int64_t h = 0, h_kv = 0, d = 0;
+};
 
-Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const LayerParameters& p,
-                           const TensorView& out, const LayerOptions& options,
-                           ValidatedLayerCall* call) {
-  const bool self_attention = x_kv == nullptr;
-  const char* x_name = self_attention ? "x" : "x_q";
+// x (x_q) and x_kv: CPU f32 [B, L, d_model], x_kv of x_q's B and d_model.
+Status check_inputs(const TensorView& x_q, const TensorView* x_kv, const char* x_name,
+                    LayerSizes* s) {
   if (x_q.device != Device::cpu) {
     return invalid(fmt::format("{}: on {}; the MHA layer has CPU kernels only", x_name,
                                to_string(x_q.device)));
   }
   ATTNFORGE_CHECK(check_tensor(x_q, x_name, 3, "[B, Lq, d_model]", x_name));
-  const int64_t b = x_q.shape[0], lq = x_q.shape[1], dm = x_q.shape[2];
-  int64_t lk = lq;
+  s->b = x_q.shape[0];
+  s->lq = x_q.shape[1];
+  s->dm = x_q.shape[2];
+  s->lk = s->lq;
   if (x_kv) {
     ATTNFORGE_CHECK(check_tensor(*x_kv, "x_kv", 3, "[B, Lk, d_model]", x_name));
-    lk = x_kv->shape[1];
+    s->lk = x_kv->shape[1];
     ATTNFORGE_CHECK(
-        check_extents(*x_kv, "x_kv", {b, lk, dm}, "[B, Lk, d_model] (B, d_model of x_q)"));
+        check_extents(*x_kv, "x_kv", {s->b, s->lk, s->dm}, "[B, Lk, d_model] (B, d_model of x_q)"));
   }
+  return Status::success();
+}
+
+// heads and kv_heads against each other and against d_model; sets h, h_kv and d.
+Status check_heads(const LayerOptions& options, const char* x_name, LayerSizes* s) {
   const int64_t h = options.heads, h_kv = options.kv_heads == 0 ? h : options.kv_heads;
   if (h < 1) return invalid(fmt::format("heads: expected the number of heads, >= 1, got {}", h));
   if (h_kv < 1 || h % h_kv != 0) {
     return invalid(fmt::format("kv_heads: {} must divide heads = {} (0: heads)", h_kv, h));
   }
-  if (dm < 1 || dm % h != 0) {
+  if (s->dm < 1 || s->dm % h != 0) {
     return invalid(fmt::format(
         "d_model: {}'s last dimension is {}, which the {} heads do not divide; expected a "
         "multiple of heads (D = d_model / heads)",
-        x_name, dm, h));
+        x_name, s->dm, h));
   }
-  const int64_t d = dm / h, qkv = (h + 2 * h_kv) * d;
+  s->h = h;
+  s->h_kv = h_kv;
+  s->d = s->dm / h;
+  return Status::success();
+}
+
+// The projections' weights and biases: which are given, then each one's shape.
+Status check_parameters(const LayerParameters& p, bool self_attention, const LayerSizes& s,
+                        const char* x_name) {
+  const int64_t dm = s.dm, h = s.h, h_kv = s.h_kv, d = s.d, qkv = (h + 2 * h_kv) * d;
   ATTNFORGE_CHECK(check_weights_given(p, self_attention));
   const Expected parameters[] = {
       {p.w_qkv, "w_qkv", {dm, qkv}, "[d_model, (H + 2 H_kv) D]"},
@@ -117,9 +136,29 @@ Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const 
       {p.b_o, "b_o", {dm}, "[d_model]"},
   };
   for (const Expected& e : parameters) ATTNFORGE_CHECK(check_parameter(e, x_name));
-  ATTNFORGE_CHECK(check_tensor(out, "out", 3, "[B, Lq, d_model]", x_name));
-  ATTNFORGE_CHECK(check_extents(out, "out", {b, lq, dm}, "[B, Lq, d_model] (as x_q)"));
+  return Status::success();
+}
 
+Status check_out(const TensorView& out, const LayerSizes& s, const char* x_name) {
+  ATTNFORGE_CHECK(check_tensor(out, "out", 3, "[B, Lq, d_model]", x_name));
+  return check_extents(out, "out", {s.b, s.lq, s.dm}, "[B, Lq, d_model] (as x_q)");
+}
+
+// The attention weights the layer returns: per head, or averaged over heads.
+Status check_weights_tensor(const TensorView& weights, bool averaged, const LayerSizes& s,
+                            const char* x_name) {
+  if (averaged) {
+    ATTNFORGE_CHECK(check_tensor(weights, "weights", 3, "[B, Lq, Lk] (averaged)", x_name));
+    return check_extents(weights, "weights", {s.b, s.lq, s.lk}, "[B, Lq, Lk] (averaged)");
+  }
+  ATTNFORGE_CHECK(check_tensor(weights, "weights", 4, "[B, H, Lq, Lk]", x_name));
+  return check_extents(weights, "weights", {s.b, s.h, s.lq, s.lk}, "[B, H, Lq, Lk]");
+}
+
+// The attention options, in the layer's shapes: no paged cache, and weights
+// that the layer returns rather than the attention call.
+Status check_attention_options(const LayerOptions& options, const TensorView& x_q,
+                               const LayerSizes& s, const char* x_name) {
   const AttentionOptions& o = options.attention;
   if (o.page_table) {
     return invalid(
@@ -129,20 +168,21 @@ Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const 
   if (options.average_weights && !o.weights) {
     return invalid("average_weights: set, but attention.weights is null");
   }
-  if (const TensorView* weights = o.weights) {
-    if (options.average_weights) {
-      ATTNFORGE_CHECK(check_tensor(*weights, "weights", 3, "[B, Lq, Lk] (averaged)", x_name));
-      ATTNFORGE_CHECK(check_extents(*weights, "weights", {b, lq, lk}, "[B, Lq, Lk] (averaged)"));
-    } else {
-      ATTNFORGE_CHECK(check_tensor(*weights, "weights", 4, "[B, H, Lq, Lk]", x_name));
-      ATTNFORGE_CHECK(check_extents(*weights, "weights", {b, h, lq, lk}, "[B, H, Lq, Lk]"));
-    }
+  if (o.weights) {
+    ATTNFORGE_CHECK(check_weights_tensor(*o.weights, options.average_weights, s, x_name));
   }
   AttentionOptions without_weights = o;
   without_weights.weights = nullptr;  // checked above, in the layer's shapes
-  ATTNFORGE_CHECK(check_options(without_weights, x_q, b, lq, lk, h));
-  if (lk < 1 && b > 0 && lq > 0) return invalid("x_kv: Lk is 0; attention needs at least one key");
+  ATTNFORGE_CHECK(check_options(without_weights, x_q, s.b, s.lq, s.lk, s.h));
+  if (s.lk < 1 && s.b > 0 && s.lq > 0) {
+    return invalid("x_kv: Lk is 0; attention needs at least one key");
+  }
+  return Status::success();
+}
 
+// out and the weights apart from every tensor the call reads.
+Status check_outputs_apart(const TensorView& x_q, const TensorView* x_kv, const LayerParameters& p,
+                           const TensorView& out, const AttentionOptions& o, const char* x_name) {
   const NamedView inputs[] = {{&x_q, x_name},
                               {x_kv, "x_kv"},
                               {p.w_qkv, "w_qkv"},
@@ -158,10 +198,16 @@ Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const 
                               {o.key_lengths, "key_lengths"},
                               {o.bias, "bias"},
                               {o.alibi_slopes, "alibi_slopes"}};
-  ATTNFORGE_CHECK(check_outputs(out, o.weights, inputs));
+  return check_outputs(out, o.weights, inputs);
+}
 
+// The layer kernel's spec and the call's sizes, from arguments already checked;
+// the spec's own checks can still fail.
+Status describe_call(const LayerParameters& p, const LayerOptions& options, bool self_attention,
+                     const LayerSizes& s, ValidatedLayerCall* call) {
+  const AttentionOptions& o = options.attention;
   LayerSpec& spec = call->spec;
-  spec.d_model = static_cast<int>(std::min<int64_t>(dm, 1 << 20));
+  spec.d_model = static_cast<int>(std::min<int64_t>(s.dm, 1 << 20));
   spec.self_attention = self_attention;
   spec.projection_bias = p.b_o != nullptr;
   spec.weights = !o.weights                ? LayerWeights::none
@@ -169,21 +215,39 @@ Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const 
                                            : LayerWeights::per_head;
   AttentionSpec& a = spec.attention;
   apply_options(o, a);
-  a.heads = static_cast<int>(std::min<int64_t>(h, 1 << 20));
-  a.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));
-  a.head_dim = static_cast<int>(std::min<int64_t>(d, 1 << 20));
+  a.heads = static_cast<int>(std::min<int64_t>(s.h, 1 << 20));
+  a.kv_heads = static_cast<int>(std::min<int64_t>(s.h_kv, 1 << 20));
+  a.head_dim = static_cast<int>(std::min<int64_t>(s.d, 1 << 20));
   a.dtype = DType::f32;
   try {
     spec.validate();
   } catch (const SpecError& error) {
     return invalid(error.what());
   }
-  call->batch = static_cast<int>(b);
-  call->q_len = static_cast<int>(lq);
-  call->kv_len = static_cast<int>(lk);
-  call->empty = b == 0 || lq == 0;
+  call->batch = static_cast<int>(s.b);
+  call->q_len = static_cast<int>(s.lq);
+  call->kv_len = static_cast<int>(s.lk);
+  call->empty = s.b == 0 || s.lq == 0;
   call->scale = std::isnan(o.scale) ? default_scale(a.head_dim) : o.scale;
   return Status::success();
+}
+
+}  // namespace
+
+// The checks run in this order, and the first that fails is the error.
+Status validate_layer_call(const TensorView& x_q, const TensorView* x_kv, const LayerParameters& p,
+                           const TensorView& out, const LayerOptions& options,
+                           ValidatedLayerCall* call) {
+  const bool self_attention = x_kv == nullptr;
+  const char* x_name = self_attention ? "x" : "x_q";
+  LayerSizes sizes;
+  ATTNFORGE_CHECK(check_inputs(x_q, x_kv, x_name, &sizes));
+  ATTNFORGE_CHECK(check_heads(options, x_name, &sizes));
+  ATTNFORGE_CHECK(check_parameters(p, self_attention, sizes, x_name));
+  ATTNFORGE_CHECK(check_out(out, sizes, x_name));
+  ATTNFORGE_CHECK(check_attention_options(options, x_q, sizes, x_name));
+  ATTNFORGE_CHECK(check_outputs_apart(x_q, x_kv, p, out, options.attention, x_name));
+  return describe_call(p, options, self_attention, sizes, call);
 }
 
 }  // namespace attnforge::runtime

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "spec/kernel_memory.h"
+#include "kernel_support/kernel_memory.h"
 
 namespace attnforge::runtime {
 

@@ -4,24 +4,6 @@
 
 namespace attnforge {
 
-int element_bytes(ElementType type) {
-  return type == ElementType::f16 || type == ElementType::bf16 ? 2 : 4;
-}
-
-const char* to_string(ElementType type) {
-  switch (type) {
-    case ElementType::f32:
-      return "f32";
-    case ElementType::f16:
-      return "f16";
-    case ElementType::bf16:
-      return "bf16";
-    case ElementType::i32:
-      return "i32";
-  }
-  return "unknown";
-}
-
 const char* to_string(Device device) {
   return device == Device::cuda ? "cuda" : "cpu";
 }

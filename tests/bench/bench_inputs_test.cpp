@@ -9,6 +9,7 @@
 
 #include "bench/output_check.h"
 #include "generators/jit_attention.h"
+#include "spec/dtype_traits.h"
 #include "spec/half_precision.h"
 
 namespace attnforge::bench {

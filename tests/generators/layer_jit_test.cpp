@@ -34,7 +34,7 @@ std::string schedule_param(const std::string& choice) {
   s.projection_vectors = 2;
   s.projection_rows = 4;
   s.projection_block = 8;
-  s.projection_fuse_q = fuse_q ? 1 : 0;
+  s.projection_fuse_q = fuse_q;
   return s.to_json().dump();
 }
 
@@ -102,7 +102,7 @@ TEST(LayerJit, ScheduleThatDoesNotFitIsRejectedBeforeCompiling) {
   if (!testing::kernel_target_has_presets()) GTEST_SKIP() << "presets need AVX2";
   const LayerSpec spec = LayerSpec::parse("self.dm64.full.mha4.d16.f32");
   schedules::Schedule s = schedules::load_preset(testing::preset_for("materialized"));
-  s.projection_fuse_q = 1;
+  s.projection_fuse_q = true;
   try {
     JitLayer kernel(spec, testing::kernel_target(), {{"schedule", s.to_json().dump()}});
     FAIL() << "fusing Q into the materialized form compiled";

@@ -4,14 +4,15 @@
 #include <cstdlib>
 #include <limits>
 
+#include "spec/key_range.h"
+
 namespace attnforge::reference {
 
 namespace {
 
 // Position of query i on the key axis under the spec's alignment.
 long aligned_position(const Problem& p, int i, int valid_keys) {
-  if (p.spec.alignment == Alignment::top_left) return i;
-  return static_cast<long>(i) + valid_keys - p.q_len;
+  return attnforge::aligned_position<long>(p.spec, i, valid_keys, p.q_len);
 }
 
 bool sees(const Problem& p, int b, int i, int j) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "attnforge_mma_gemm_2x4_w1x1.h"
-#include "generators/mma_gemm_view.h"
+#include "prototypes/mma_gemm/mma_gemm_view.h"
 #include "runtime/src/cuda_driver.h"
 #include "spec/cuda_register_limit.h"
 #include "tests/runtime/stand_in_cuda.h"

@@ -13,6 +13,7 @@ import unittest
 import numpy as np
 
 import attnforge
+from attnforge.key_positions import aligned_offset
 
 try:
     import torch
@@ -32,7 +33,7 @@ def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_len
     logits = np.einsum("bhid,bhjd->bhij", q, k) * scale
     # Query i sits at key i, or bottom-right at i + (the batch's key count) - Lq.
     valid = np.full(batch, kv_len) if key_lengths is None else np.asarray(key_lengths)
-    offset = valid - q_len if alignment == "bottom_right" else np.zeros(batch, dtype=int)
+    offset = aligned_offset(alignment, valid, q_len)
     position = (np.arange(q_len)[None, :] + offset[:, None])[:, None, :, None]
     key = np.arange(kv_len)[None, None, None, :]
     keep = np.ones((batch, 1, q_len, kv_len), dtype=bool)

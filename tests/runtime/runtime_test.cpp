@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "attnforge/attention.h"
-#include "spec/kernel_memory.h"
+#include "kernel_support/kernel_memory.h"
 #include "tensor_views.h"
 
 namespace attnforge::testing {

@@ -64,7 +64,7 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "query_tile");
   unfused = load_preset("materialized_cuda");
   unfused.key_block = 64;
-  unfused.gpu_stage_kv = 0;
+  unfused.gpu_stage_kv = false;
   unfused.query_tile = 256;
   unfused.gpu_threads_y = 2;  // 128 rows x 4 keys of q.k accumulators per thread
   EXPECT_EQ(misfit(unfused, "full.mha8.d64.f32"), "gpu_threads_y");

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "generators/attention_terms.h"
-#include "generators/row_prefetch.h"
+#include "algorithm/attention_terms.h"
+#include "algorithm/row_prefetch.h"
 #include "schedules/schedule.h"
 #include "schedules/schedule_choice.h"
 #include "spec/attention_spec.h"

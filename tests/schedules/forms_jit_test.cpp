@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "generators/jit_attention.h"
+#include "kernel_support/kernel_memory.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
-#include "spec/kernel_memory.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/jit_reference.h"
 #include "tests/support/target_presets.h"

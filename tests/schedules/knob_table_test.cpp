@@ -17,6 +17,20 @@ const Halide::Target kCuda("x86-64-linux-avx-avx2-fma-cuda-cuda_capability_80");
 
 const TargetKind kKinds[] = {TargetKind::cpu, TargetKind::gpu};
 
+// Two switches are bools in a Schedule but 0/1 in JSON, as every record and
+// preset has written them.
+TEST(KnobTable, SwitchesStoredAsBoolsReadAndWriteZeroOrOne) {
+  const Schedule fused = Schedule::from_json({{"projection_fuse_q", 1}, {"gpu_stage_kv", 1}});
+  EXPECT_TRUE(fused.projection_fuse_q);
+  EXPECT_TRUE(fused.gpu_stage_kv);
+  EXPECT_EQ(fused.to_json().at("projection_fuse_q"), 1);
+  EXPECT_EQ(fused.to_json().at("gpu_stage_kv"), 1);
+  const Schedule unfused = Schedule::from_json({{"projection_fuse_q", 0}, {"gpu_stage_kv", 0}});
+  EXPECT_FALSE(unfused.projection_fuse_q);
+  EXPECT_FALSE(unfused.gpu_stage_kv);
+  EXPECT_THROW(Schedule::from_json({{"gpu_stage_kv", 2}}), ScheduleError);
+}
+
 TEST(KnobTable, EveryRowReadsAndWritesItsOwnField) {
   const nlohmann::json unset = Schedule{}.to_json();
   for (const KnobRow& row : knob_table()) {

@@ -20,7 +20,7 @@ std::string misfit(const Schedule& s, const LayerSpec& spec, const Halide::Targe
 
 TEST(LayerSchedule, ProjectionKnobsRoundTripAndOnlyLayersTakeThem) {
   Schedule s = with_projection_defaults(load_preset("online_avx512"), kAvx512);
-  s.projection_fuse_q = 1;
+  s.projection_fuse_q = true;
   EXPECT_EQ(Schedule::from_json(s.to_json()), s);
   EXPECT_EQ(attention_part(s).to_json().count("projection_rows"), 0u);
   const AttentionSpec attention = AttentionSpec::parse("full.mha8.d64.f32");
@@ -53,11 +53,11 @@ TEST(LayerSchedule, MisfitsNameTheKnob) {
   s.projection_vectors = 5;
   EXPECT_EQ(misfit(s, spec, kAvx2), "projection_vectors");
   s = base;
-  s.projection_fuse_q = 1;
+  s.projection_fuse_q = true;
   s.q_copy_at = StoreLevel::root;
   EXPECT_EQ(misfit(s, spec, kAvx2), "projection_fuse_q");
   s = with_projection_defaults(load_preset("materialized_avx2"), kAvx2);
-  s.projection_fuse_q = 1;
+  s.projection_fuse_q = true;
   EXPECT_EQ(misfit(s, spec, kAvx2), "projection_fuse_q");
 }
 
@@ -85,7 +85,7 @@ TEST(LayerSpace, SamplesLegalLayerSchedulesDeterministically) {
     EXPECT_TRUE(space.contains(s)) << s.to_json().dump();
     EXPECT_GT(s.projection_rows, 0);
     EXPECT_EQ(s.projection_block % s.projection_rows, 0);
-    if (s.projection_fuse_q == 1) {
+    if (s.projection_fuse_q) {
       fused_q = true;
       EXPECT_EQ(s.q_copy_at, StoreLevel::tile);
     }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 
@@ -254,6 +255,20 @@ TEST(Space, SamplingIsDeterministicPerSeedAndUsesWideVectorsOnAvx512) {
     wide = wide || s.vector_width == 16;
   }
   EXPECT_TRUE(wide);
+}
+
+// The layer is built for CPUs: on a GPU target no schedule fits (named by
+// the check), and a search of its space finds none instead of dividing by a
+// GPU schedule's unset projection knobs.
+TEST(Space, ALayerOnAGpuTargetHasNoScheduleAndSaysWhy) {
+  const LayerSpec layer = LayerSpec::parse("self.dm512.causal.mha8.d64.f32");
+  auto misfit = check_layer(Schedule{}, layer, kCuda);
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_EQ(misfit->field(), "target");
+  ScheduleSpace space(layer, kCuda);
+  std::mt19937 rng(5);
+  EXPECT_THROW(space.sample(rng), ScheduleError);
+  EXPECT_TRUE(space.enumerate().empty());
 }
 
 }  // namespace

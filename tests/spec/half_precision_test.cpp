@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "spec/dtype_traits.h"
+
 namespace attnforge::testing {
 namespace {
 

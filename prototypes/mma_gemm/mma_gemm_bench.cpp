@@ -29,8 +29,7 @@
 #include "attnforge_mma_gemm_2x4_w2x2.h"
 #include "attnforge_mma_gemm_4x4_w1x1.h"
 #include "attnforge_mma_gemm_4x4_w2x2.h"
-#include "generators/mma_gemm_view.h"
-#include "runtime/src/cuda_driver.h"
+#include "prototypes/mma_gemm/mma_gemm_view.h"
 #include "spec/half_precision.h"
 
 namespace {
@@ -110,7 +109,7 @@ Matrices first_row_and_column(const Matrices& m) {
 using Kernel = int (*)(halide_buffer_t*, halide_buffer_t*, halide_buffer_t*);
 
 // Ours, warp tiles of `tm` x `tn` mma tiles, C through the generator's view
-// (generators/mma_gemm_view.h). With
+// (prototypes/mma_gemm/mma_gemm_view.h). With
 // `resident`, A and B are their first row and column at a stride of 0
 // (m from first_row_and_column).
 Row run_ours(const Matrices& m, bool resident, Kernel kernel, const char* name, int tm, int tn,
@@ -196,9 +195,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--size: %d is not a multiple of 128\n", size);
     return 2;
   }
-  std::string why;
-  if (!attnforge::runtime::cuda_device_available(&why)) {
-    std::fprintf(stderr, "no CUDA device: %s\n", why.c_str());
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
     return 3;
   }
   const Matrices m = random_matrices(size), resident = first_row_and_column(m);

@@ -1,7 +1,7 @@
 // The GEMM prototype's choice of words per lane (mma_fragments.h): what
 // makes a lane's words one load. That the choice computes C = A B is checked
 // by running the generator on the CPU (mma_gemm_cpu_test.cpp).
-#include "generators/mma_fragments.h"
+#include "algorithm/mma_fragments.h"
 
 #include <gtest/gtest.h>
 

@@ -62,6 +62,7 @@ int run_emit(const EmitArgs& args) {
                             ATTNFORGE_AR,
                             ATTNFORGE_RUNTIME_LIBRARY,
                             ATTNFORGE_SPEC_LIBRARY,
+                            ATTNFORGE_KERNEL_SUPPORT_LIBRARY,
                             ATTNFORGE_RUNTIME_INCLUDE,
                             ATTNFORGE_HALIDE_INCLUDE};
   auto progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };

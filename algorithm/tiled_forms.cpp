@@ -223,77 +223,144 @@ struct StateUpdate {
   Expr old_factor, new_factor, max;
 };
 
-}  // namespace
+// What the online form's steps share: the query tile, its shape and vars, and
+// j, the key jj of block kb.
+struct OnlineTile {
+  OnlineTile(const AttentionSpec& spec, const AttentionVars& v, const TileVars& t,
+             const TileShape& shape, const QueryTile& tile)
+      : spec(spec),
+        v(v),
+        t(t),
+        shape(shape),
+        tile(tile),
+        in(tile.in),
+        KB(shape.key_block),
+        j(t.kb * KB + t.jj) {}
 
-OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
-                         const AttentionVars& v, const TileVars& t, const TileShape& shape) {
-  OnlineFuncs f;
-  const QueryTile tile(spec, inputs, v, t, shape, f);
-  const AttentionInputs& in = tile.in;
-  const AttentionTerms& terms = tile.terms;
-  const int KB = shape.key_block;
-  const Expr kvh = tile.kv_head;
-  const Expr j = t.kb * KB + t.jj;
-  const Expr blocks = (in.kv_len + KB - 1) / KB;
-  const int splits = shape.kv_splits;
+  // Element d of key jj of block kb, as f32.
+  Expr key_row(const Expr& d) const {
+    return AttentionTerms::to_f32(tile.block_row(in.k, in.k_by_page, d, t.kb, KB, t.jj, v.b));
+  }
+
+  const AttentionSpec& spec;
+  const AttentionVars& v;
+  const TileVars& t;
+  const TileShape& shape;
+  const QueryTile& tile;
+  const AttentionInputs& in;
+  const int KB;  // TileShape::key_block
+  const Expr j;
+};
+
+// Restricts the update's loops to the key blocks that a tile's rows can see.
+void skip_masked_blocks(RDom& update_loops, const OnlineTile& o, const Expr& block) {
+  const AttentionTerms& terms = o.tile.terms;
+  Expr block_first = block * o.KB;
+  const bool any = o.shape.skip_at_any_length;
+  const Expr end =
+      any ? terms.key_range_end_any_length(o.tile.last) : terms.key_range_end(o.tile.last, o.v.b);
+  const Expr begin = any ? terms.key_range_begin_any_length(o.tile.first)
+                         : terms.key_range_begin(o.tile.first, o.v.b);
+  update_loops.where(block_first < end && block_first + o.KB > begin);
+}
+
+// Declares the reduction domains and restricts the state update's loops to
+// the blocks it runs. Returns the key block that the update's loop visits.
+Expr define_reductions(OnlineFuncs& f, const OnlineTile& o) {
+  const int KB = o.KB;
+  const Expr blocks = (o.in.kv_len + KB - 1) / KB;
+  const int splits = o.shape.kv_splits;
 
   // With kv_splits > 1, split ks runs blocks ks * per_split + rb, each into
   // its own state; the states are merged after.
   const Expr per_split = splits == 1 ? blocks : (blocks + splits - 1) / splits;
-  f.head_dim = spec.head_dim;
-  f.over_dim = RDom(0, spec.head_dim, "over_dim");
+  f.head_dim = o.spec.head_dim;
+  f.over_dim = RDom(0, o.spec.head_dim, "over_dim");
   f.over_block = RDom(0, KB, "over_block");
   // The state's update runs over the key blocks (and, packed, its elements).
   RDom update_loops;
-  if (shape.packed_state) {
+  if (o.shape.packed_state) {
     f.over_state = RDom({{0, f.max_at() + 1}, {0, per_split}}, "over_state");
     update_loops = f.over_state;
   } else {
     f.over_blocks = RDom(0, per_split, "over_blocks");
     update_loops = f.over_blocks;
   }
-  const Halide::RVar rd = f.over_dim.x, rj = f.over_block.x, rb = f.block_loop();
-  const Expr block = splits == 1 ? Expr(rb) : t.ks * per_split + rb;
+  const Halide::RVar rb = f.block_loop();
+  const Expr block = splits == 1 ? Expr(rb) : o.t.ks * per_split + rb;
   if (splits > 1) update_loops.where(block < blocks);
-  if (shape.skip_masked_blocks) {
-    Expr block_first = block * KB;
-    const bool any = shape.skip_at_any_length;
-    const Expr end =
-        any ? terms.key_range_end_any_length(tile.last) : terms.key_range_end(tile.last, v.b);
-    const Expr begin =
-        any ? terms.key_range_begin_any_length(tile.first) : terms.key_range_begin(tile.first, v.b);
-    update_loops.where(block_first < end && block_first + KB > begin);
-  }
-  auto key_row = [&](const Expr& d) {
-    return AttentionTerms::to_f32(tile.block_row(in.k, in.k_by_page, d, t.kb, KB, t.jj, v.b));
-  };
+  if (o.shape.skip_masked_blocks) skip_masked_blocks(update_loops, o, block);
+  return block;
+}
 
+// q.k over bf16 pairs of head-dim elements, each pair one 32-bit element.
+void add_qk_over_pairs(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  f.q_pairs(t.pair, t.ii, t.half, t.it, v.h, v.b) =
+      Halide::cast(Halide::BFloat(16), f.q_tile(t.ii, 2 * t.half + t.pair, t.it, v.h, v.b));
+  f.over_dim_pairs = RDom({{0, 2}, {0, o.spec.head_dim / 2}}, "over_dim_pairs");
+  const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
+  f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+      AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) * o.key_row(2 * rh + rp);
+}
+
+// q.k over interleaved lanes: the Q copy's head dim is in that order already,
+// K's is read in order (TileShape::interleaved_lanes).
+void add_qk_over_interleaved_lanes(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  const int L = o.shape.interleaved_lanes;
+  f.over_dim_halves = RDom({{0, L}, {0, 2}, {0, o.spec.head_dim / (2 * L)}}, "over_dim_halves");
+  const Halide::RVar rl = f.over_dim_halves.x, rp = f.over_dim_halves.y, rc = f.over_dim_halves.z;
+  f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+      f.q_tile(t.ii, 2 * L * rc + L * rp + rl, t.it, v.h, v.b) *
+      o.key_row(2 * L * rc + 2 * rl + rp);
+}
+
+// q.k over the head dim in order.
+void add_qk_in_order(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  const Halide::RVar rd = f.over_dim.x;
+  f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) * o.key_row(rd);
+}
+
+void define_scores(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
-  if (shape.bf16_pairs) {
-    f.q_pairs(t.pair, t.ii, t.half, t.it, v.h, v.b) =
-        Halide::cast(Halide::BFloat(16), f.q_tile(t.ii, 2 * t.half + t.pair, t.it, v.h, v.b));
-    f.over_dim_pairs = RDom({{0, 2}, {0, spec.head_dim / 2}}, "over_dim_pairs");
-    const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
-    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
-        AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) * key_row(2 * rh + rp);
-  } else if (shape.interleaved_lanes > 0) {
-    const int L = shape.interleaved_lanes;
-    f.over_dim_halves = RDom({{0, L}, {0, 2}, {0, spec.head_dim / (2 * L)}}, "over_dim_halves");
-    const Halide::RVar rl = f.over_dim_halves.x, rp = f.over_dim_halves.y, rc = f.over_dim_halves.z;
-    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
-        f.q_tile(t.ii, 2 * L * rc + L * rp + rl, t.it, v.h, v.b) *
-        key_row(2 * L * rc + 2 * rl + rp);
+  if (o.shape.bf16_pairs) {
+    add_qk_over_pairs(f, o);
+  } else if (o.shape.interleaved_lanes > 0) {
+    add_qk_over_interleaved_lanes(f, o);
   } else {
-    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) += f.q_tile(t.ii, rd, t.it, v.h, v.b) * key_row(rd);
+    add_qk_in_order(f, o);
   }
-  Expr logit = tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), j, v.b);
-  if (shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
-    const Expr ahead = tile.cache_key(j + shape.prefetch_keys_ahead);
+}
+
+// The masked logits; with a shape that prefetches keys, plus the K row
+// prefetch's 0, so that computing the logits issues it.
+void define_logits(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionInputs& in = o.in;
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  Expr logit = o.tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), o.j, v.b);
+  if (o.shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
+    const Expr ahead = o.tile.cache_key(o.j + o.shape.prefetch_keys_ahead);
     f.key_prefetch(t.jj, t.kb, v.h, v.b) =
-        prefetch_rows({{in.k_row_buffer, in.k_row(ahead, kvh, v.b), spec.head_dim}});
+        prefetch_rows({{in.k_row_buffer, in.k_row(ahead, o.tile.kv_head, v.b), o.spec.head_dim}});
     logit += f.key_prefetch(t.jj, t.kb, v.h, v.b);
   }
   f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b) = logit;
+}
+
+// Per key block: the max of its logits, the probabilities against that max,
+// and their sum.
+void define_block_softmax(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  const Halide::RVar rj = f.over_block.x;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = kMaskedLogit;
   f.block_max(t.ii, t.kb, t.it, v.h, v.b) = Halide::max(f.block_max(t.ii, t.kb, t.it, v.h, v.b),
                                                         f.logits(t.ii, rj, t.kb, t.it, v.h, v.b));
@@ -301,60 +368,125 @@ OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& input
       f.logits(t.ii, t.jj, t.kb, t.it, v.h, v.b), f.block_max(t.ii, t.kb, t.it, v.h, v.b));
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
   f.block_sum(t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
+}
+
+// P.V over bf16 pairs of keys, each pair of probabilities and of V elements
+// one 32-bit element.
+void add_pv_over_pairs(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionInputs& in = o.in;
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  f.prob_pairs(t.pair, t.ii, t.half, t.kb, t.it, v.h, v.b) =
+      Halide::cast(Halide::BFloat(16), f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b));
+  f.v_pairs(t.pair, v.d, t.half, t.kb, v.h, v.b) =
+      o.tile.block_row(in.v, in.v_by_page, v.d, t.kb, o.KB, 2 * t.half + t.pair, v.b);
+  f.over_key_pairs = RDom({{0, 2}, {0, o.KB / 2}}, "over_key_pairs");
+  const Halide::RVar kp = f.over_key_pairs.x, kh = f.over_key_pairs.y;
+  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
+      AttentionTerms::to_f32(f.prob_pairs(kp, t.ii, kh, t.kb, t.it, v.h, v.b)) *
+      AttentionTerms::to_f32(f.v_pairs(kp, v.d, kh, t.kb, v.h, v.b));
+}
+
+// P.V over the keys of a block in order, the state's head-dim element d of
+// each V row; with a shape that prefetches values, plus the V line prefetch's 0.
+void add_pv_in_order(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionInputs& in = o.in;
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  const Halide::RVar rj = f.over_block.x;
+  // Packed, a thread computes P.V a chunk of the state at a time, and the
+  // chunk of the sum and max rounds up past head_dim: it reads the last column.
+  const Expr d = o.shape.packed_state ? Halide::min(v.d, o.spec.head_dim - 1) : Expr(v.d);
+  Expr value = AttentionTerms::to_f32(
+      o.tile.block_row(in.v, in.v_by_page, o.tile.head_element(d), t.kb, o.KB, rj, v.b));
+  if (o.shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
+    // Per line, so that a tile of P.V prefetches the lines it reads: V's
+    // rows, read a strip at a time, are evicted before another strip's loop.
+    const int line = kCacheLineBytes / storage_type_of(o.spec.dtype).bytes();
+    const Expr ahead = o.tile.cache_key(o.j + o.shape.prefetch_values_ahead);
+    f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
+        prefetch_rows({{in.v_row_buffer, in.v_row(ahead, o.tile.kv_head, v.b) + v.d * line, line}});
+    value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);
+  }
+  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) * value;
+}
+
+void define_block_pv(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
   f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) = 0.0f;
-  if (shape.bf16_pairs) {
-    f.prob_pairs(t.pair, t.ii, t.half, t.kb, t.it, v.h, v.b) =
-        Halide::cast(Halide::BFloat(16), f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b));
-    f.v_pairs(t.pair, v.d, t.half, t.kb, v.h, v.b) =
-        tile.block_row(in.v, in.v_by_page, v.d, t.kb, KB, 2 * t.half + t.pair, v.b);
-    f.over_key_pairs = RDom({{0, 2}, {0, KB / 2}}, "over_key_pairs");
-    const Halide::RVar kp = f.over_key_pairs.x, kh = f.over_key_pairs.y;
-    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) +=
-        AttentionTerms::to_f32(f.prob_pairs(kp, t.ii, kh, t.kb, t.it, v.h, v.b)) *
-        AttentionTerms::to_f32(f.v_pairs(kp, v.d, kh, t.kb, v.h, v.b));
+  if (o.shape.bf16_pairs) {
+    add_pv_over_pairs(f, o);
   } else {
-    // Packed, a thread computes P.V a chunk of the state at a time, and the
-    // chunk of the sum and max rounds up past head_dim: it reads the last column.
-    const Expr d = shape.packed_state ? Halide::min(v.d, spec.head_dim - 1) : Expr(v.d);
-    Expr value = AttentionTerms::to_f32(
-        tile.block_row(in.v, in.v_by_page, tile.head_element(d), t.kb, KB, rj, v.b));
-    if (shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
-      // Per line, so that a tile of P.V prefetches the lines it reads: V's
-      // rows, read a strip at a time, are evicted before another strip's loop.
-      const int line = kCacheLineBytes / storage_type_of(spec.dtype).bytes();
-      const Expr ahead = tile.cache_key(j + shape.prefetch_values_ahead);
-      f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
-          prefetch_rows({{in.v_row_buffer, in.v_row(ahead, kvh, v.b) + v.d * line, line}});
-      value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);
-    }
-    f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) * value;
+    add_pv_in_order(f, o);
   }
   f.block_pv(v.d, t.ii, t.kb, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b);
+}
 
-  const Expr bmax = f.block_max(t.ii, block, t.it, v.h, v.b);
-  const Expr bsum = f.block_sum(t.ii, block, t.it, v.h, v.b);
-  if (shape.packed_state) {
-    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) =
-        Halide::select(v.d == f.max_at(), kMaskedLogit, 0.0f);
-    const Halide::RVar re = f.over_state.x;
-    const StateValues old = state_at(f, re, t.ii, t.ks, t.it, v.h, v.b);
-    const StateUpdate next(old, bmax);
-    const Expr bpv = f.block_pv(Halide::min(re, spec.head_dim - 1), t.ii, block, t.it, v.h, v.b);
-    f.state(re, t.ii, t.ks, t.it, v.h, v.b) = Halide::select(
-        re < f.sum_at(), old.acc * next.old_factor + bpv * next.new_factor,  //
-        re == f.sum_at(), old.sum * next.old_factor + bsum * next.new_factor, next.max);
+// The key block that the state's update loop visits, and its max and sum.
+struct VisitedBlock {
+  Expr index, max, sum;
+};
+
+// The packed state: (e, ii, ks, it, h, b), e < head_dim the accumulator,
+// then the sum, then the max; the update runs over e in order.
+void update_packed_state(OnlineFuncs& f, const OnlineTile& o, const VisitedBlock& block) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = Halide::select(v.d == f.max_at(), kMaskedLogit, 0.0f);
+  const Halide::RVar re = f.over_state.x;
+  const StateValues old = state_at(f, re, t.ii, t.ks, t.it, v.h, v.b);
+  const StateUpdate next(old, block.max);
+  const Expr bpv =
+      f.block_pv(Halide::min(re, o.spec.head_dim - 1), t.ii, block.index, t.it, v.h, v.b);
+  f.state(re, t.ii, t.ks, t.it, v.h, v.b) = Halide::select(
+      re < f.sum_at(), old.acc * next.old_factor + bpv * next.new_factor,  //
+      re == f.sum_at(), old.sum * next.old_factor + block.sum * next.new_factor, next.max);
+}
+
+// The Tuple state (acc, max, sum) per head-dim element. Max and sum are
+// repeated in every head-dim lane, so the update needs no cycle between Funcs
+// and vectorizes over d.
+void update_tuple_state(OnlineFuncs& f, const OnlineTile& o, const VisitedBlock& block) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
+  const StateValues old = state_at(f, v.d, t.ii, t.ks, t.it, v.h, v.b);
+  const StateUpdate next(old, block.max);
+  f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {
+      old.acc * next.old_factor +
+          f.block_pv(v.d, t.ii, block.index, t.it, v.h, v.b) * next.new_factor,
+      next.max, old.sum * next.old_factor + block.sum * next.new_factor};
+}
+
+void define_state(OnlineFuncs& f, const OnlineTile& o, const Expr& block) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  const VisitedBlock visited{block, f.block_max(t.ii, block, t.it, v.h, v.b),
+                             f.block_sum(t.ii, block, t.it, v.h, v.b)};
+  if (o.shape.packed_state) {
+    update_packed_state(f, o, visited);
   } else {
-    // Max and sum are repeated in every head-dim lane, so the update needs no
-    // cycle between Funcs and vectorizes over d.
-    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {0.0f, kMaskedLogit, 0.0f};
-    const StateValues old = state_at(f, v.d, t.ii, t.ks, t.it, v.h, v.b);
-    const StateUpdate next(old, bmax);
-    f.state(v.d, t.ii, t.ks, t.it, v.h, v.b) = {
-        old.acc * next.old_factor + f.block_pv(v.d, t.ii, block, t.it, v.h, v.b) * next.new_factor,
-        next.max, old.sum * next.old_factor + bsum * next.new_factor};
+    update_tuple_state(f, o, visited);
   }
+}
 
-  define_online_output(f, terms, v, t, shape, tile.position_of(v.d));
+}  // namespace
+
+OnlineFuncs build_online(const AttentionSpec& spec, const AttentionInputs& inputs,
+                         const AttentionVars& v, const TileVars& t, const TileShape& shape) {
+  OnlineFuncs f;
+  const QueryTile tile(spec, inputs, v, t, shape, f);
+  const OnlineTile o(spec, v, t, shape, tile);
+  // In dependency order; each step defines its Funcs' pure definitions
+  // before their updates.
+  const Expr block = define_reductions(f, o);
+  define_scores(f, o);
+  define_logits(f, o);
+  define_block_softmax(f, o);
+  define_block_pv(f, o);
+  define_state(f, o, block);
+  define_online_output(f, tile.terms, v, t, shape, tile.position_of(v.d));
   return f;
 }
 

@@ -2,7 +2,7 @@
 // every key the bounds with key lengths hold, for each length from 0 to Lk.
 #include <gtest/gtest.h>
 
-#include "generators/attention_terms.h"
+#include "algorithm/attention_terms.h"
 #include "tests/support/test_names.h"
 
 namespace attnforge {

@@ -4,9 +4,9 @@
 
 #include <mutex>
 
-#include "spec/kernel_memory.h"
+#include "kernel_support/kernel_memory.h"
 
-namespace attnforge::runtime {
+namespace attnforge {
 
 void* kernel_memory_malloc(void*, size_t bytes) {
   return kernel_memory_allocate(bytes);
@@ -48,4 +48,4 @@ bool install_kernel_memory() {
   return installed;
 }
 
-}  // namespace attnforge::runtime
+}  // namespace attnforge

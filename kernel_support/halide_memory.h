@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace attnforge::runtime {
+namespace attnforge {
 
 // Halide allocator hooks over kernel_memory. The free hook also frees blocks
 // of Halide's default allocator, so hooks and default can be switched while
@@ -18,4 +18,4 @@ void kernel_memory_free_any(void* user_context, void* block);
 // kernel_memory is in use.
 bool install_kernel_memory();
 
-}  // namespace attnforge::runtime
+}  // namespace attnforge

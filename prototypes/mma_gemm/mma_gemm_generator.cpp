@@ -11,8 +11,8 @@
 // warps_m, N of 8 * warp_tiles_n * warps_n, K of 32.
 #include <Halide.h>
 
-#include "generators/mma_fragments.h"
-#include "generators/tensor_core_calls.h"
+#include "algorithm/mma_fragments.h"
+#include "algorithm/tensor_core_calls.h"
 
 namespace attnforge {
 namespace {

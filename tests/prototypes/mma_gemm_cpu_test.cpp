@@ -1,6 +1,6 @@
 // The mma emulated on the CPU (emulated_mma_m16n8k16) against the fragment
 // layout of the PTX ISA, and with it the tensor-core GEMM prototype
-// (generators/mma_gemm_generator.cpp) run on the CPU: the generator's
+// (prototypes/mma_gemm/mma_gemm_generator.cpp) run on the CPU: the generator's
 // indexing of A, B and C and its accumulator slots, checked against a
 // double reference.
 #include <Halide.h>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "generators/mma_gemm_view.h"
-#include "generators/tensor_core_calls.h"
+#include "algorithm/tensor_core_calls.h"
+#include "prototypes/mma_gemm/mma_gemm_view.h"
 #include "spec/half_precision.h"
 
 namespace attnforge {

@@ -1,5 +1,5 @@
 // `attnforge ptx-link`: a kernel's PTX with the PTX functions linked in
-// (spec/ptx_functions.h), as the runtime loads it; for offline assembly
+// (kernel_support/ptx_functions.h), as the runtime loads it; for offline assembly
 // (scripts/ptx-check) of kernels that call them.
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "commands.h"
-#include "spec/ptx_functions.h"
+#include "kernel_support/ptx_functions.h"
 
 namespace attnforge::cli {
 

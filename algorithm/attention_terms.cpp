@@ -1,19 +1,13 @@
 #include "attention_terms.h"
 
+#include "spec/dtype_traits.h"
+
 namespace attnforge {
 
 using Halide::Expr;
 
 Halide::Type storage_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return Halide::Float(32);
-    case DType::f16:
-      return Halide::Float(16);
-    case DType::bf16:
-      return Halide::BFloat(16);
-  }
-  return Halide::Float(32);
+  return Halide::Type(traits_of(dtype).halide_type);
 }
 
 AttentionTerms::AttentionTerms(const AttentionSpec& spec, const AttentionInputs& inputs)

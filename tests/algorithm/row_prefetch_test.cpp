@@ -1,7 +1,7 @@
 // Rows prefetched through a table: each marked row becomes one prefetch per
 // cache line of its buffer, in the loop of the Func that reads the mark, and
 // the mark's value is 0; pipelines without marks are left as they were.
-#include "generators/row_prefetch.h"
+#include "algorithm/row_prefetch.h"
 
 #include <Halide.h>
 #include <gtest/gtest.h>

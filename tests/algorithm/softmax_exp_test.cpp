@@ -1,14 +1,14 @@
 // softmax_exp against std::exp in double over the differences a softmax gives
 // it: [-88, 0], masked logits, and the edges where its exponent add changes
 // behaviour.
-#include "generators/softmax_exp.h"
+#include "algorithm/softmax_exp.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "generators/attention_inputs.h"
+#include "algorithm/attention_inputs.h"
 
 namespace attnforge {
 namespace {

@@ -1,7 +1,7 @@
 // Tensor-core mma from a Halide 21 CUDA kernel: the extern calls come out of
 // Halide as PTX calls, link_ptx_functions puts one mma.sync in place of each
 // pair, and ptxas turns it into HMMA with no call left, for sm_80 and sm_90.
-#include "generators/tensor_core_calls.h"
+#include "algorithm/tensor_core_calls.h"
 
 #include <Halide.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <stdexcept>
 
 #include "generators/cuda_launches.h"
+#include "kernel_support/ptx_functions.h"
 #include "spec/cuda_register_limit.h"
-#include "spec/ptx_functions.h"
 
 namespace attnforge {
 namespace {
@@ -128,7 +128,7 @@ TEST(TensorCoreCalls, ACallAfterAnArgumentChangesGetsItsOwnMma) {
   EXPECT_EQ(count(linked, "mma.sync"), calls) << linked;
 }
 
-// The GEMM prototype (generators/mma_gemm_generator.cpp): mma tiles per
+// The GEMM prototype (prototypes/mma_gemm/mma_gemm_generator.cpp): mma tiles per
 // warp and warps per block, each M x N.
 struct MmaGemmShape {
   int tiles_m, tiles_n, warps_m = 1, warps_n = 1;

@@ -1,5 +1,5 @@
 // Tensor-core mma from Halide 21 expressions: pure extern calls that
-// link_ptx_functions (spec/ptx_functions.h) turns into mma.sync in the PTX.
+// link_ptx_functions (kernel_support/ptx_functions.h) turns into mma.sync in the PTX.
 // For CUDA kernels whose blocks are one warp, each lane passing its own
 // fragments.
 #pragma once

@@ -1,7 +1,7 @@
 // The per-thread block cache kernels allocate their tiles from: aligned,
 // writable blocks; freed blocks come back on the same thread, within a bound;
 // blocks of other allocators are told apart.
-#include "spec/kernel_memory.h"
+#include "kernel_support/kernel_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,36 @@
+#include "element_types.h"
+
+#include "spec/dtype_traits.h"
+
+namespace attnforge {
+
+namespace runtime {
+
+bool is_storage_type(ElementType type) {
+  return type != ElementType::i32;
+}
+
+DType storage_type(ElementType type) {
+  return type == ElementType::f16    ? DType::f16
+         : type == ElementType::bf16 ? DType::bf16
+                                     : DType::f32;
+}
+
+halide_type_t halide_type_of(ElementType type) {
+  if (!is_storage_type(type)) return halide_type_t(halide_type_int, 32);
+  return traits_of(storage_type(type)).halide_type;
+}
+
+}  // namespace runtime
+
+int element_bytes(ElementType type) {
+  return runtime::is_storage_type(type) ? traits_of(runtime::storage_type(type)).bytes : 4;
+}
+
+const char* to_string(ElementType type) {
+  // The table's names are string literals.
+  return runtime::is_storage_type(type) ? traits_of(runtime::storage_type(type)).name.data()
+                                        : "i32";
+}
+
+}  // namespace attnforge

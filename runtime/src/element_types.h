@@ -1,0 +1,18 @@
+// The runtime's element types and the spec's storage types: f32, f16 and
+// bf16 are DTypes, described once in spec/dtype_traits.h; i32 (key lengths,
+// page tables) is the runtime's own.
+#pragma once
+
+#include <HalideRuntime.h>
+
+#include "attnforge/tensor.h"
+#include "spec/attention_spec.h"
+
+namespace attnforge::runtime {
+
+bool is_storage_type(ElementType type);
+// The DType of a float element type (f32 for i32, which is not one).
+DType storage_type(ElementType type);
+halide_type_t halide_type_of(ElementType type);
+
+}  // namespace attnforge::runtime
