@@ -74,4 +74,44 @@ std::array<Expr, 4> emulated_mma_m16n8k16(MmaInput input, const Halide::Var& lan
   return d;
 }
 
+namespace {
+
+Expr lane_group_call(const char* name, const Expr& value) {
+  const Expr bits = Halide::reinterpret(Halide::UInt(32), Halide::cast<float>(value));
+  return Halide::reinterpret(Halide::Float(32),
+                             Halide::Internal::Call::make(Halide::UInt(32), name, {bits},
+                                                          Halide::Internal::Call::PureExtern));
+}
+
+// Lanes 1 apart combine first, then pairs 2 apart, as the butterfly does:
+// (v0 . v1) . (v2 . v3) in every lane of the group.
+template <typename Combine>
+Expr emulated_lane_group(const Halide::Var& lane, const Expr& value, Combine combine) {
+  const Expr first = lane / 4 * 4;
+  std::array<Expr, 4> values;
+  for (int t = 0; t < 4; ++t) {
+    values[t] = Halide::cast<float>(Halide::Internal::substitute(lane.name(), first + t, value));
+  }
+  return combine(combine(values[0], values[1]), combine(values[2], values[3]));
+}
+
+}  // namespace
+
+Expr lane_group_max(const Expr& value) {
+  return lane_group_call("attnforge_lane_group_max_f32", value);
+}
+
+Expr lane_group_sum(const Expr& value) {
+  return lane_group_call("attnforge_lane_group_sum_f32", value);
+}
+
+Expr emulated_lane_group_max(const Halide::Var& lane, const Expr& value) {
+  return emulated_lane_group(lane, value,
+                             [](const Expr& a, const Expr& b) { return Halide::max(a, b); });
+}
+
+Expr emulated_lane_group_sum(const Halide::Var& lane, const Expr& value) {
+  return emulated_lane_group(lane, value, [](const Expr& a, const Expr& b) { return a + b; });
+}
+
 }  // namespace attnforge

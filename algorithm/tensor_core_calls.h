@@ -32,4 +32,16 @@ std::array<Halide::Expr, 4> emulated_mma_m16n8k16(MmaInput input, const Halide::
                                                   const std::array<Halide::Expr, 2>& b,
                                                   const std::array<Halide::Expr, 4>& c);
 
+// The max or sum of an f32 over the 4 lanes of the caller's mma group
+// (lanes 4g to 4g + 3, which hold one row of an m16n8k16 result): the
+// softmax's row max and row sum. Every lane of the group gets the same value.
+Halide::Expr lane_group_max(const Halide::Expr& value);
+Halide::Expr lane_group_sum(const Halide::Expr& value);
+
+// The same on a target without CUDA: `value` is an expression of `lane`,
+// evaluated again with each lane of the group in its place, and combined in
+// the order the shuffles combine it.
+Halide::Expr emulated_lane_group_max(const Halide::Var& lane, const Halide::Expr& value);
+Halide::Expr emulated_lane_group_sum(const Halide::Var& lane, const Halide::Expr& value);
+
 }  // namespace attnforge

@@ -11,7 +11,7 @@ namespace attnforge {
 
 namespace {
 
-constexpr int kArguments = 10;  // A: 4, B: 2, C: 4
+constexpr int kMmaArguments = 10;  // A: 4, B: 2, C: 4
 
 std::string trim(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t");
@@ -23,8 +23,15 @@ bool starts_with(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
 }
 
-const PtxFunction* known_function(const std::string& name) {
+const PtxFunction* known_mma(const std::string& name) {
   for (const PtxFunction& f : ptx_functions()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+const PtxLaneGroupFunction* known_lane_group(const std::string& name) {
+  for (const PtxLaneGroupFunction& f : ptx_lane_group_functions()) {
     if (name == f.name) return &f;
   }
   return nullptr;
@@ -37,11 +44,23 @@ const PtxFunction* known_function(const std::string& name) {
 //   call.uni (retval0), NAME, (param0, ...);
 //   ld.param.b64 %rd19, [retval0];
 //   } // callseq N
+// (a 32-bit result: .b32 retval0 and ld.param.b32).
 struct Call {
-  const PtxFunction* function = nullptr;
+  const PtxFunction* mma = nullptr;  // one of the two is set
+  const PtxLaneGroupFunction* lane_group = nullptr;
   std::vector<std::string> arguments;  // registers or immediates
-  std::string result;                  // the 64-bit register the result goes to
+  std::string result;                  // the register the result goes to
+  int result_bits = 0;
 };
+
+void require_form(const Call& call, const char* name, size_t arguments, int result_bits) {
+  if (call.arguments.size() != arguments || call.result.empty() ||
+      call.result_bits != result_bits) {
+    throw std::invalid_argument(
+        fmt::format("{}: expected {} 32-bit argument{} and a {}-bit result, as Halide passes them",
+                    name, arguments, arguments == 1 ? "" : "s", result_bits));
+  }
+}
 
 // The call in a callseq block's lines, or nullopt when it calls no known function.
 std::optional<Call> parse_call(const std::vector<std::string>& lines) {
@@ -51,24 +70,23 @@ std::optional<Call> parse_call(const std::vector<std::string>& lines) {
     if (starts_with(line, "call")) {
       const size_t name_start = line.find("), ") + 3;
       const std::string name = line.substr(name_start, line.find(',', name_start) - name_start);
-      call.function = known_function(name);
-      if (!call.function) return std::nullopt;
+      call.mma = known_mma(name);
+      call.lane_group = known_lane_group(name);
+      if (!call.mma && !call.lane_group) return std::nullopt;
     } else if (starts_with(line, "st.param.b32")) {
       const size_t index = line.find("[param") + 6;
       const size_t value = line.find("], ") + 3;
       arguments[std::stoi(line.substr(index))] = trim(line.substr(value, line.find(';') - value));
-    } else if (starts_with(line, "ld.param.b64")) {
+    } else if (starts_with(line, "ld.param.b64") || starts_with(line, "ld.param.b32")) {
       const size_t reg = line.find('%');
       call.result = line.substr(reg, line.find(',', reg) - reg);
+      call.result_bits = starts_with(line, "ld.param.b64") ? 64 : 32;
     }
   }
-  if (!call.function) return std::nullopt;
-  if (arguments.size() != kArguments || call.result.empty()) {
-    throw std::invalid_argument(
-        fmt::format("{}: expected {} 32-bit arguments and a 64-bit result, as Halide passes them",
-                    call.function->name, kArguments));
-  }
+  if (!call.mma && !call.lane_group) return std::nullopt;
   for (const auto& [index, value] : arguments) call.arguments.push_back(value);
+  if (call.mma) require_form(call, call.mma->name, kMmaArguments, 64);
+  if (call.lane_group) require_form(call, call.lane_group->name, 1, 32);
   return call;
 }
 
@@ -174,7 +192,11 @@ class Linker {
       return;
     }
     changed_ = true;
-    const PtxFunction& f = *call->function;
+    if (call->lane_group) {
+      emit_lane_group(*call->lane_group, call->arguments[0], call->result);
+      return;
+    }
+    const PtxFunction& f = *call->mma;
     const bool reuse =
         held_ && held_->instruction == f.instruction && held_->arguments == call->arguments;
     if (!reuse) emit_mma(f, call->arguments);
@@ -196,11 +218,28 @@ class Linker {
     held_ = HeldMma{f.instruction, a, results};
   }
 
+  // The group's reduction of `value` into `result`: a butterfly over lanes
+  // 1 apart, then 2 apart. Writing `result` may change a held mma's argument.
+  void emit_lane_group(const PtxLaneGroupFunction& f, const std::string& value,
+                       const std::string& result) {
+    out_ << "\t{\n\t.reg .f32 \t%afgv, %afgs;\n";
+    out_ << fmt::format("\tmov.b32 \t%afgv, {};\n", value);
+    for (int distance : {1, 2}) {
+      out_ << fmt::format("\tshfl.sync.bfly.b32 \t%afgs, %afgv, {}, 31, -1;\n", distance);
+      out_ << fmt::format("\t{} \t%afgv, %afgv, %afgs;\n", f.combine);
+    }
+    out_ << fmt::format("\tmov.b32 \t{}, %afgv;\n\t}}\n", result);
+    if (held_) check_writes("mov.b32 " + result + ", %afgv;");
+  }
+
   // Drops each known function's `.extern .func ... ;` declaration.
   static std::string remove_declarations(const std::string& ptx) {
     std::string result = ptx;
-    for (const PtxFunction& f : ptx_functions()) {
-      const size_t name = result.find(std::string(f.name) + "\n");
+    std::vector<const char*> names;
+    for (const PtxFunction& f : ptx_functions()) names.push_back(f.name);
+    for (const PtxLaneGroupFunction& f : ptx_lane_group_functions()) names.push_back(f.name);
+    for (const char* name_text : names) {
+      const size_t name = result.find(std::string(name_text) + "\n");
       if (name == std::string::npos) continue;
       const size_t start = result.rfind(".extern .func", name);
       const size_t end = result.find(';', name);
@@ -223,8 +262,19 @@ const std::vector<PtxFunction>& ptx_functions() {
   return functions;
 }
 
+const std::vector<PtxLaneGroupFunction>& ptx_lane_group_functions() {
+  static const std::vector<PtxLaneGroupFunction> functions = {
+      {"attnforge_lane_group_max_f32", "max.f32"},
+      {"attnforge_lane_group_sum_f32", "add.f32"},
+  };
+  return functions;
+}
+
 std::string link_ptx_functions(const std::string& ptx) {
-  if (ptx.find("attnforge_mma_") == std::string::npos) return ptx;
+  if (ptx.find("attnforge_mma_") == std::string::npos &&
+      ptx.find("attnforge_lane_group_") == std::string::npos) {
+    return ptx;
+  }
   return Linker().link(ptx);
 }
 

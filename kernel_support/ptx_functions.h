@@ -13,6 +13,11 @@
 // Arguments of every mma function, each 32 bits: the A fragment (four f16 or
 // bf16 pairs), the B fragment (two pairs), the C fragment (four f32 bit
 // patterns), in the lane layout PTX documents for mma.m16n8k16 .row.col.
+//
+// The lane-group functions reduce an f32 (passed and returned as its 32-bit
+// pattern) over the 4 lanes 4g to 4g + 3 of a warp, the lanes that hold one
+// row of an mma result: two butterfly shuffles, each followed by the
+// combining instruction, give every lane of the group the same result.
 #pragma once
 
 #include <string>
@@ -26,8 +31,16 @@ struct PtxFunction {
   int first_result;         // which of the instruction's four results come back: 0 or 2
 };
 
-// Every function link_ptx_functions knows.
+// Every mma function link_ptx_functions knows.
 const std::vector<PtxFunction>& ptx_functions();
+
+struct PtxLaneGroupFunction {
+  const char* name;     // the extern function the kernel calls
+  const char* combine;  // the instruction that joins two lanes' values: max.f32 or add.f32
+};
+
+// Every lane-group function link_ptx_functions knows.
+const std::vector<PtxLaneGroupFunction>& ptx_lane_group_functions();
 
 // `ptx` with every call to a known function replaced by its instruction and
 // the functions' declarations removed. Text without such calls comes back
