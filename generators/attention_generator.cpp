@@ -11,6 +11,7 @@
 #include "algorithm/materialized_form.h"
 #include "algorithm/row_prefetch.h"
 #include "schedules/apply_cuda.h"
+#include "schedules/apply_mma.h"
 #include "schedules/apply_x86.h"
 #include "schedules/attention_pipeline.h"
 #include "schedules/cuda_limits.h"
@@ -122,14 +123,19 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       return;
     }
     schedules::Schedule chosen = schedules::resolve_schedule(choice);
-    schedules::validate(chosen, spec_, get_target());
-    schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen);
+    // The tensor-core form on a CPU target: emulated, checked as for CUDA.
+    const bool emulated = schedules::emulates_tensor_cores(chosen, get_target());
+    schedules::validate(chosen, spec_,
+                        emulated ? schedules::emulated_target(get_target()) : get_target());
+    schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen, emulated);
     vars_ = pipeline.vars;
     define_outputs(pipeline.output, pipeline.weights);
     pipeline.output = *out_;
     if (weights_) pipeline.weights = *weights_;
     set_estimates(spec_.head_dim);
-    if (get_target().has_gpu_feature()) {
+    if (emulated) {
+      schedules::apply_mma_emulated(pipeline);
+    } else if (get_target().has_gpu_feature()) {
       align_inputs(schedules::cuda_input_alignment(chosen));
       schedules::apply_cuda(chosen, pipeline, spec_.head_dim);
     } else {

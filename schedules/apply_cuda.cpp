@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "apply_mma.h"
 #include "cuda_limits.h"
 #include "schedule_check.h"
 
@@ -460,6 +461,9 @@ void apply_cuda(const Schedule& schedule, AttentionPipeline& pipeline, int head_
       break;
     case Form::online_rows:
       schedule_online_rows(schedule, pipeline, head_dim);
+      break;
+    case Form::online_mma:
+      apply_mma_cuda(schedule, pipeline);
       break;
     case Form::materialized:
       schedule_materialized(schedule, pipeline, head_dim);

@@ -411,6 +411,7 @@ LoopLevel apply_x86(const Schedule& schedule, AttentionPipeline& pipeline, int h
     case Form::online:
       return schedule_online(schedule, pipeline, head_dim);
     case Form::online_rows:  // not among the knob table's CPU forms: the check names it
+    case Form::online_mma:
       throw check_legal_values(schedule, TargetKind::cpu, {KnobScope::attention}).value();
   }
   return LoopLevel::root();

@@ -8,7 +8,7 @@
 namespace attnforge::schedules {
 
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
-                                 const Schedule& schedule) {
+                                 const Schedule& schedule, bool emulated_mma) {
   AttentionPipeline p;
   p.form = schedule.form;
   p.inputs = inputs;
@@ -69,6 +69,17 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
       p.online = build_online(spec, inputs, p.vars, p.tile_vars, shape);
       p.output = p.online.output;
       break;
+    case Form::online_mma: {
+      MmaTileShape mma;
+      mma.warp_tiles = schedule.query_tile / 16;
+      mma.key_block = schedule.key_block;
+      mma.skip_masked_blocks = schedule.skip_masked_blocks;
+      mma.skip_at_any_length = spec.key_padding && !emulated_mma;
+      mma.emulated = emulated_mma;
+      p.mma = build_mma_online(spec, inputs, p.vars, p.mma_vars, mma);
+      p.output = p.mma.output;
+      break;
+    }
   }
   return p;
 }

@@ -5,6 +5,7 @@
 
 #include "algorithm/attention_inputs.h"
 #include "algorithm/materialized_form.h"
+#include "algorithm/mma_online_form.h"
 #include "algorithm/tiled_forms.h"
 #include "schedule.h"
 
@@ -15,6 +16,8 @@ struct AttentionPipeline {
   MaterializedFuncs materialized;
   FusedFuncs fused;
   OnlineFuncs online;
+  MmaOnlineFuncs mma;
+  MmaOnlineVars mma_vars;
   AttentionVars vars;
   TileVars tile_vars;
   AttentionInputs inputs;     // what the form reads, for schedules that stage inputs
@@ -26,8 +29,9 @@ struct AttentionPipeline {
   Halide::Func weights;
 };
 
-// Builds the form `schedule` names; its tile sizes shape the fused and online forms.
+// Builds the form `schedule` names; its tile sizes shape the fused and online
+// forms. `emulated_mma`: online_mma's mma and shuffles emulated (a CPU target).
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
-                                 const Schedule& schedule);
+                                 const Schedule& schedule, bool emulated_mma = false);
 
 }  // namespace attnforge::schedules

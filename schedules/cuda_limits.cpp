@@ -25,7 +25,8 @@ bool cuda_warp_block(const Schedule& s) {
 }
 
 int cuda_input_alignment(const Schedule& s) {
-  return s.form == Form::online_rows ? kCudaVectorBytes : 1;
+  // online_mma reads four words of a K row (and of V^T) per load.
+  return s.form == Form::online_rows || s.form == Form::online_mma ? kCudaVectorBytes : 1;
 }
 
 int cuda_shared_row_pad(const Schedule& s) {
@@ -55,6 +56,9 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
     case Form::online_rows:  // registers and L1 only
     case Form::fused:        // no CUDA schedule
       break;
+    case Form::online_mma:  // the lanes' normalized outputs, once at the end
+      floats = s.query_tile * s.gpu_threads_y * head_dim;
+      break;
     case Form::materialized:
       // Every stage reads and writes global memory; q.k may stage its K and
       // Q rows, each padded.
@@ -66,6 +70,12 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 
 int cuda_register_values(const Schedule& s, int head_dim) {
   const CudaThreads t = cuda_threads(s, head_dim);
+  if (s.form == Form::online_mma) {
+    // Per 16-row tile a lane holds its state (head_dim / 2 + 4), a block's
+    // scores and P.V (key_block / 2 and head_dim / 2) and its Q words (head_dim / 4).
+    const int tiles = s.query_tile / 16;
+    return tiles * (head_dim / 2 + 4 + s.key_block / 2 + head_dim / 2 + head_dim / 4);
+  }
   if (s.form == Form::online_rows) {
     // Per row: its packed state (head_dim + 2), a chunk of a key block's P.V
     // and its logits; per thread, the block's K rows. The Q row is in local memory.

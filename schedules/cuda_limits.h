@@ -76,5 +76,8 @@ constexpr int kCudaBlockStateSplits = 8;
 constexpr int kCudaMinLaneThreads = 4;
 // Floats each position-major staged row is padded by (bank-conflict-free copies).
 constexpr int kCudaStagedRowPad = 4;
+// online_mma's warps per block: each warp's query rows are independent, and
+// the warps of a block share K and V rows through L1.
+constexpr int kCudaMmaMaxWarps = 4;
 
 }  // namespace attnforge::schedules

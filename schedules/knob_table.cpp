@@ -48,10 +48,13 @@ void add_enum_rows(std::vector<KnobRow>& rows) {
       KnobRow::of<&Schedule::form>("form", Scope::attention)
           .meaning("The algorithm form: `materialized` (scores stored, the unfused pipeline), "
                    "`fused` (two passes over keys per query tile), `online` (running max and sum "
-                   "over key blocks) or, on CUDA, `online_rows` (one thread per query row).")
-          .encoded_as(Encoding::name, {"materialized", "fused", "online", "online_rows"})
+                   "over key blocks) or, on CUDA, `online_rows` (one thread per query row) and "
+                   "`online_mma` (f16 and bf16 on tensor cores, a warp per 16 or 32 query rows).")
+          .encoded_as(Encoding::name,
+                      {"materialized", "fused", "online", "online_rows", "online_mma"})
           .on_cpu({{code(F::online), code(F::fused), code(F::materialized)}})
-          .on_gpu({{code(F::online), code(F::materialized), code(F::online_rows)}})
+          .on_gpu(
+              {{code(F::online), code(F::materialized), code(F::online_rows), code(F::online_mma)}})
           .seen_by_model_as(Feature::one_hot));
   rows.push_back(
       KnobRow::of<&Schedule::parallel>("parallel", Scope::cpu)
@@ -169,7 +172,7 @@ void add_gpu_rows(std::vector<KnobRow>& rows) {
   rows.push_back(KnobRow::of<&Schedule::gpu_stage_kv>("gpu_stage_kv", Scope::gpu)
                      .meaning("CUDA: stage each K/V block in shared memory before the matrix "
                               "products read it.")
-                     .on_gpu({{0, 1}, between(0, 1), {Form::online_rows}})
+                     .on_gpu({{0, 1}, between(0, 1), {Form::online_rows, Form::online_mma}})
                      .omitted_when_unset());
 }
 

@@ -19,7 +19,10 @@ namespace attnforge::schedules {
 // online: per query tile, flash style: running max, sum and rescaled accumulator per key block.
 // online_rows (CUDA): online with one query row per thread, its whole running
 // state in that thread's registers (packed: one max and sum per row).
-enum class Form { materialized, fused, online, online_rows };
+// online_mma (CUDA, f16 and bf16): online on tensor cores, a warp per
+// query_tile rows (16 or 32), its lanes holding mma fragments
+// (algorithm/mma_online_form.h); emulated on a CPU target, for tests.
+enum class Form { materialized, fused, online, online_rows, online_mma };
 
 // Loops that may run in parallel (outermost first when several are fused).
 enum class ParallelLoop { batch, heads, query_tiles, kv_splits };

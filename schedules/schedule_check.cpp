@@ -76,8 +76,41 @@ std::optional<ScheduleError> check_cuda_rows(const Schedule& s, const AttentionS
   return std::nullopt;
 }
 
+// online_mma: a warp of lanes holding mma fragments, gpu_threads_y warps per block.
+std::optional<ScheduleError> check_cuda_mma(const Schedule& s, const AttentionSpec& spec,
+                                            const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(spec.dtype != DType::f32, "dtype",
+                    "online_mma multiplies f16 or bf16 on tensor cores; f32 takes online or "
+                    "online_rows");
+  ATTNFORGE_REQUIRE(target.has_feature(Halide::Target::CUDA), "form",
+                    "online_mma needs CUDA's mma.sync; '{}' has none", target.to_string());
+  ATTNFORGE_REQUIRE(spec.head_dim % 32 == 0, "form",
+                    "online_mma takes head dims in steps of 32 (two mma k-steps); {} is not",
+                    spec.head_dim);
+  ATTNFORGE_REQUIRE(s.gpu_threads_x == kCudaWarp, "gpu_threads_x",
+                    "{}; online_mma's x threads are the {} lanes of a warp", s.gpu_threads_x,
+                    kCudaWarp);
+  ATTNFORGE_REQUIRE(s.gpu_threads_y <= kCudaMmaMaxWarps, "gpu_threads_y",
+                    "{} warps per block; online_mma takes at most {}", s.gpu_threads_y,
+                    kCudaMmaMaxWarps);
+  ATTNFORGE_REQUIRE(s.query_tile == 16 || s.query_tile == 32, "query_tile",
+                    "{}; online_mma gives a warp one or two 16-row mma tiles (16 or 32)",
+                    s.query_tile);
+  ATTNFORGE_REQUIRE(s.key_block == 32 || s.key_block == 64, "key_block",
+                    "{}; online_mma takes key blocks of 32 or 64 (pairs of 16-key mma steps)",
+                    s.key_block);
+  ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits", "{}; online_mma does not split keys",
+                    s.kv_splits);
+  return std::nullopt;
+}
+
 std::optional<ScheduleError> check_cuda(const Schedule& s, const AttentionSpec& spec,
                                         const Halide::Target& target) {
+  if (s.form == Form::online_mma) return check_cuda_mma(s, spec, target);
+  ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
+                    "bf16 storage on CUDA takes the tensor-core form online_mma; {} cannot "
+                    "(Halide's CUDA backend cannot load bf16)",
+                    to_string(s.form));
   const int x = s.gpu_threads_x, y = s.gpu_threads_y;
   ATTNFORGE_REQUIRE(x * y >= 32 && x * y <= kCudaMaxThreadsPerBlock, "gpu_threads_y",
                     "{} x {} threads per block; expected at least a warp (32) and at most {}", x, y,
@@ -212,11 +245,13 @@ TargetKind kind_of(const Halide::Target& target) {
 
 std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
                                                   const Halide::Target& target) {
-  // Halide 21's PTX backend aborts on bf16 loads; f16 is native.
-  if (kind_of(target) == TargetKind::gpu && spec.dtype == DType::bf16) {
+  // Halide 21's PTX backend aborts on bf16 loads: bf16 goes to the
+  // tensor-core form, whose words are integers; OpenCL has no such form.
+  if (kind_of(target) == TargetKind::gpu && spec.dtype == DType::bf16 &&
+      !target.has_feature(Halide::Target::CUDA)) {
     return ScheduleError("dtype",
-                         "bf16 storage has no CUDA kernel (Halide's CUDA backend cannot compile "
-                         "it); use f16 or f32");
+                         "bf16 storage on a GPU needs CUDA's tensor-core form online_mma; '" +
+                             target.to_string() + "' has no CUDA");
   }
   if (kind_of(target) == TargetKind::gpu && spec.paged()) {
     return ScheduleError("page_size", "a paged KV cache has CPU kernels only");

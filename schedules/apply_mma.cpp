@@ -1,0 +1,111 @@
+#include "apply_mma.h"
+
+namespace attnforge::schedules {
+
+namespace {
+
+using Halide::MemoryType;
+using Halide::TailStrategy;
+using Halide::Var;
+
+// A Func with two alternating accumulator slots, as registers of one lane:
+// every pure dimension but the lane unrolled, the reduction's steps outside them.
+void lane_registers(Halide::Func f, const MmaOnlineVars& m, const Halide::RDom& steps) {
+  f.bound(m.slot, 0, 2).unroll(m.slot).unroll(m.tile).unroll(m.mi);
+  f.update()
+      .reorder(m.lane, m.tile, m.mi, steps.x, steps.y)
+      .unroll(steps.x)
+      .unroll(steps.y)
+      .unroll(m.tile)
+      .unroll(m.mi);
+}
+
+// The running state: its update's tiles (a reduction dimension) and the
+// block within a pair unrolled, inside the loop over pairs of key blocks.
+void state_registers(Halide::Func f, const MmaOnlineVars& m, const Halide::RDom& blocks) {
+  f.bound(m.slot, 0, 2).unroll(m.slot).unroll(m.tile).unroll(m.mi);
+  f.update()
+      .reorder(m.lane, m.mi, blocks.x, blocks.y, blocks.z)
+      .unroll(blocks.x)
+      .unroll(blocks.y)
+      .unroll(m.mi);
+}
+
+}  // namespace
+
+bool emulates_tensor_cores(const Schedule& schedule, const Halide::Target& target) {
+  return schedule.form == Form::online_mma && !target.has_gpu_feature();
+}
+
+Halide::Target emulated_target(const Halide::Target& target) {
+  return target.with_feature(Halide::Target::CUDA);
+}
+
+void apply_mma_cuda(const Schedule& s, AttentionPipeline& p) {
+  MmaOnlineFuncs& f = p.mma;
+  const MmaOnlineVars& m = p.mma_vars;
+  const AttentionVars& v = p.vars;
+  const int warps = s.gpu_threads_y, rows = s.query_tile * warps;
+  const int threads = 32 * warps;
+
+  // The block's outputs pass once through shared memory: the lanes' words
+  // are not the output's order.
+  Var ib("ib"), ii("ii"), element("element"), chunk("chunk"), thread("thread");
+  p.output.split(v.i, ib, ii, rows, TailStrategy::GuardWithIf)
+      .reorder(v.d, ii, ib, v.h, v.b)
+      .fuse(v.d, ii, element)
+      .split(element, chunk, thread, threads, TailStrategy::GuardWithIf)
+      .reorder(thread, chunk, ib, v.h, v.b)
+      .gpu_blocks(ib, v.h, v.b)
+      .gpu_threads(thread);
+  f.lane_output.compute_at(p.output, ib)
+      .store_in(MemoryType::GPUShared)
+      .reorder(m.word, m.tile, m.mi, m.lane, m.warp, v.h, v.b)
+      .unroll(m.word)
+      .unroll(m.tile)
+      .unroll(m.mi)
+      .gpu_threads(m.lane, m.warp);
+
+  // Per lane: Q's words across the key loop, the state, and per key block
+  // the scores, statistics, P words and P.V, all in registers.
+  const Halide::LoopLevel lane_level(f.lane_output, m.lane);
+  f.q_fragments.compute_at(lane_level).unroll(m.word).unroll(m.mi);
+  f.state.compute_at(lane_level);
+  state_registers(f.state, m, f.over_blocks);
+  const Halide::LoopLevel block_level(f.state, f.over_blocks.y);
+  f.scores.compute_at(block_level);
+  lane_registers(f.scores, m, f.over_dim_steps);
+  f.k_words.compute_at(f.scores, f.over_dim_steps.y)
+      .store_in(MemoryType::Register)
+      .bound_extent(m.word, 4)
+      .vectorize(m.word)
+      .unroll(m.tile);
+  f.block_max.compute_at(block_level).unroll(m.half).unroll(m.mi);
+  f.probs.compute_at(block_level).unroll(m.word).unroll(m.half).unroll(m.tile).unroll(m.mi);
+  f.p_words.compute_at(block_level).unroll(m.half).unroll(m.tile).unroll(m.mi);
+  f.block_pv.compute_at(block_level);
+  lane_registers(f.block_pv, m, f.over_key_steps);
+  f.v_words.compute_at(f.block_pv, f.over_key_steps.y)
+      .store_in(MemoryType::Register)
+      .bound_extent(m.word, 4)
+      .vectorize(m.word)
+      .unroll(m.tile);
+
+  // V^T: a pre-pass over V, reading along the head dim.
+  Var d_block("d_block"), pair_block("pair_block"), d_thread("d_thread"),
+      pair_thread("pair_thread");
+  f.v_pairs.compute_root().gpu_tile(v.d, m.pair, d_block, pair_block, d_thread, pair_thread, 32, 8,
+                                    TailStrategy::GuardWithIf);
+}
+
+// Plain loops: unrolled, the emulated mma's sums would make every kernel
+// minutes to compile.
+void apply_mma_emulated(AttentionPipeline& p) {
+  MmaOnlineFuncs& f = p.mma;
+  for (Halide::Func func : {f.v_pairs, f.q_fragments, f.scores, f.block_max, f.probs, f.p_words,
+                            f.block_pv, f.state, f.lane_output, p.output}) {
+    func.compute_root();
+  }
+}
+
+}  // namespace attnforge::schedules

@@ -1,0 +1,54 @@
+// The tensor-core form (online_mma) run on the CPU: the Generator with its
+// mma and lane-group shuffles emulated as the PTX ISA lays them out, against
+// the double reference on every mask, GQA/MQA, key padding with a zero
+// length, L = 1 and lengths that are not multiples of 16 or of a key block.
+#include <gtest/gtest.h>
+
+#include "schedules/schedule.h"
+#include "tests/support/jit_reference.h"
+
+namespace attnforge {
+namespace {
+
+using testing::CaseShape;
+using testing::expect_jit_matches_reference;
+using testing::Layout;
+
+std::string mma_schedule(int query_tile, int key_block, int warps) {
+  schedules::Schedule s;
+  s.form = schedules::Form::online_mma;
+  s.query_tile = query_tile;
+  s.key_block = key_block;
+  s.gpu_threads_x = 32;
+  s.gpu_threads_y = warps;
+  return schedules::canonical(s).to_json().dump();
+}
+
+struct MmaCase {
+  const char* spec;
+  int query_tile, key_block;
+};
+
+class MmaOnlineOnTheCpu : public ::testing::TestWithParam<MmaCase> {};
+
+TEST_P(MmaOnlineOnTheCpu, MatchesTheReference) {
+  const MmaCase& c = GetParam();
+  // B3 gives one sequence a key length of 0 where the spec pads keys.
+  expect_jit_matches_reference(
+      AttentionSpec::parse(c.spec), mma_schedule(c.query_tile, c.key_block, 1),
+      {{1, 1, 1}, {3, 19, 37}, {1, 40, 9}, {1, 33, 130}}, {Layout::bhld, Layout::blhd}, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Masks, MmaOnlineOnTheCpu,
+                         ::testing::Values(MmaCase{"full.mha2.d64.f16", 16, 32},
+                                           MmaCase{"full.mha2.d64.bf16", 32, 64},
+                                           MmaCase{"causal.mha2.d32.f16", 16, 64},
+                                           MmaCase{"causal.br.gqa4x2.d64.bf16", 16, 32},
+                                           MmaCase{"window9_3.br.mqa2.d32.f16", 32, 32},
+                                           MmaCase{"causal.kpad.alibi.mha2.d64.bf16", 16, 64},
+                                           MmaCase{"full.bias.gqa4x2.d64.f16", 16, 32},
+                                           MmaCase{"causal.br.kpad.mha2.d128.f16", 32, 64},
+                                           MmaCase{"full.kpad.mha1.d96.bf16", 16, 32}));
+
+}  // namespace
+}  // namespace attnforge
