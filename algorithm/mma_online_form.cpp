@@ -29,11 +29,19 @@ Expr pack(const Expr& low, const Expr& high) {
 
 // An f32 rounded to nearest even as the 16 bits of `storage` (f16 or bf16).
 // bf16 is rounded on the integer bits, so no bf16 type reaches a CUDA back
-// end; the probabilities it rounds are finite.
+// end; the values it rounds are finite (probabilities and outputs).
 Expr storage_bits(const Expr& value, DType storage) {
   if (storage == DType::f16) return bits_of(Halide::cast(Halide::Float(16), value));
   const Expr bits = Halide::reinterpret(Halide::UInt(32), value);
   return Halide::cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+// The f32 value of the 16 bits of an f16 or bf16 (a bf16 is an f32's upper half).
+Expr f32_of_bits(const Expr& bits, DType storage) {
+  if (storage == DType::f16) {
+    return Halide::cast<float>(Halide::reinterpret(Halide::Float(16), bits));
+  }
+  return Halide::reinterpret(Halide::Float(32), Halide::cast<uint32_t>(bits) << 16);
 }
 
 // Score tile n's column c as a key of its block (see the header).
@@ -100,10 +108,11 @@ class MmaOnlineBuilder {
   void define_operands() {
     const auto& l = m_.lane;
     const Expr kvh = terms_.kv_head(v_.h);
-    // Q's A words: word x = 4 step + 2 second + half, step = 2 pair + s
-    // (mma_fragments.h: pair p of steps, step s passes words 2s, 2s + 1).
-    const Expr step = m_.word / 4, second = m_.word / 2 % 2, half = m_.word % 2;
-    const Expr q_pair = mma_k_pair<Expr>(step / 2, l, step % 2 * 2 + second);
+    // Q's A words: word x = 8 p + 4 half + w for pair p of steps, w = 2 s +
+    // second (mma_fragments.h: step 2p + s passes words 2s and 2s + 1), so
+    // a row half's four words of a pair of steps are adjacent: one load.
+    const Expr steps = m_.word / 8, half = m_.word / 4 % 2, w = m_.word % 4;
+    const Expr q_pair = mma_k_pair<Expr>(steps, l, w);
     const Expr i = clamped_query(query_row(half));
     f_.q_fragments(m_.word, l, m_.mi, m_.warp, v_.h, v_.b) =
         pack(in_.q(2 * q_pair, i, v_.h, v_.b), in_.q(2 * q_pair + 1, i, v_.h, v_.b));
@@ -132,7 +141,7 @@ class MmaOnlineBuilder {
     };
     f_.scores(l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, m_.slot) = Tuple(0.f, 0.f, 0.f, 0.f);
     auto q_word = [&](int second, int half) {
-      return f_.q_fragments((2 * p + s) * 4 + 2 * second + half, l, m_.mi, m_.warp, v_.h, v_.b);
+      return f_.q_fragments(8 * p + 4 * half + 2 * s + second, l, m_.mi, m_.warp, v_.h, v_.b);
     };
     auto k_word = [&](int second) {
       return f_.k_words(2 * s + second, l, m_.tile, p, m_.kb, v_.h, v_.b);
@@ -164,24 +173,22 @@ class MmaOnlineBuilder {
     }
     f_.block_max(m_.half, l, m_.mi, m_.kb, m_.warp, v_.h, v_.b) = group_max(lane_max);
 
-    auto prob = [&](const Expr& e, const Expr& tile) {
-      return softmax_exp(logit(2 * m_.half + e, tile, m_.kb),
-                         f_.block_max(m_.half, l, m_.mi, m_.kb, m_.warp, v_.h, v_.b));
-    };
-    Func& probs = f_.probs;
-    probs(m_.word, m_.half, l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b) = prob(m_.word, m_.tile);
-    auto at = [&](int e, int tile) {
-      return probs(e, m_.half, l, tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b);
-    };
-    Expr lane_sum = 0.f;
-    for (int tile = 0; tile < tiles; ++tile) lane_sum += at(0, tile) + at(1, tile);
-    f_.block_sum(m_.half, l, m_.mi, m_.kb, m_.warp, v_.h, v_.b) = lane_sum;
+    // P words from the probabilities rounded to storage, and the row sum
+    // of the rounded values: the weights P.V takes sum to the normalizer.
     auto rounded = [&](int e) {
-      return storage_bits(probs(e, m_.half, l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b),
+      return storage_bits(softmax_exp(logit(2 * m_.half + e, m_.tile, m_.kb),
+                                      f_.block_max(m_.half, l, m_.mi, m_.kb, m_.warp, v_.h, v_.b)),
                           spec_.dtype);
     };
     f_.p_words(m_.half, l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b) =
         Halide::cast<uint32_t>(rounded(0)) | (Halide::cast<uint32_t>(rounded(1)) << 16);
+    Expr lane_sum = 0.f;
+    for (int tile = 0; tile < tiles; ++tile) {
+      const Expr word = f_.p_words(m_.half, l, tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b);
+      lane_sum += f32_of_bits(Halide::cast<uint16_t>(word), spec_.dtype) +
+                  f32_of_bits(Halide::cast<uint16_t>(word >> 16), spec_.dtype);
+    }
+    f_.block_sum(m_.half, l, m_.mi, m_.kb, m_.warp, v_.h, v_.b) = lane_sum;
   }
 
   void define_block_pv() {
@@ -205,8 +212,9 @@ class MmaOnlineBuilder {
   }
 
   // The key blocks of pairs [begin, end) that the warp's rows can see.
-  void skip_masked_pairs(const Expr& pair) {
-    const int rows = 16 * shape_.warp_tiles, span = 2 * shape_.key_block;
+  // The key blocks [begin, end) that the warp's rows can see.
+  void skip_masked_blocks(const Expr& block) {
+    const int rows = 16 * shape_.warp_tiles, keys = shape_.key_block;
     const Expr first = m_.warp * rows;
     const Expr last = Halide::min(first + rows, in_.q_len) - 1;
     Expr begin, end;
@@ -217,65 +225,63 @@ class MmaOnlineBuilder {
       begin = terms_.key_range_begin(first, v_.b);
       end = terms_.key_range_end(last, v_.b);
     }
-    f_.over_blocks.where(pair >= begin / span && pair * span < end);
+    f_.over_blocks.where(block >= begin / keys && block * keys < end);
   }
 
-  // The state's update runs over (tile, block in pair, pair of blocks): the
-  // tile is a reduction dimension, so that every tile may read the stats tile.
+  // The state's update runs over (tile, key block): the tile is a
+  // reduction dimension, so that every tile may read the stats tile, which
+  // comes last. It updates in place: no extern call reads the state (the
+  // mma reads block_pv), so Halide orders the Tuple's reads before its stores.
   void define_state() {
     const auto& l = m_.lane;
-    const int span = 2 * shape_.key_block, stats = f_.stats_tile();
-    f_.over_blocks =
-        RDom({{0, stats + 1}, {0, 2}, {0, (in_.kv_len + span - 1) / span}}, "over_blocks");
-    const Halide::RVar tile = f_.over_blocks.x, s = f_.over_blocks.y, p = f_.over_blocks.z;
+    const int stats = f_.stats_tile(), keys = shape_.key_block;
+    f_.over_blocks = RDom({{0, stats + 1}, {0, (in_.kv_len + keys - 1) / keys}}, "over_blocks");
+    const Halide::RVar tile = f_.over_blocks.x, kb = f_.over_blocks.y;
     if (shape_.skip_masked_blocks && (spec_.mask != PositionMask::none || spec_.key_padding)) {
-      skip_masked_pairs(p);
+      skip_masked_blocks(kb);
     }
-    const Expr kb = 2 * p + s;
-    auto at = [&](const Expr& tile, const Expr& slot) {
-      return f_.state(l, tile, m_.mi, m_.warp, v_.h, v_.b, slot);
-    };
-    f_.state(l, m_.tile, m_.mi, m_.warp, v_.h, v_.b, m_.slot) = Halide::select(
+    auto at = [&](const Expr& tile) { return f_.state(l, tile, m_.mi, m_.warp, v_.h, v_.b); };
+    f_.state(l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) = Halide::select(
         m_.tile == stats, Tuple(kMaskedLogit, kMaskedLogit, 0.f, 0.f), Tuple(0.f, 0.f, 0.f, 0.f));
     // Old and new maxima per row half; the block's P.V and sum scale by beta.
     std::array<Expr, 2> alpha, beta, new_max, new_sum;
     for (int half = 0; half < 2; ++half) {
-      const Expr old_max = at(stats, s)[half];
+      const Expr old_max = at(stats)[half];
       const Expr block = f_.block_max(half, l, m_.mi, kb, m_.warp, v_.h, v_.b);
       new_max[half] = Halide::max(old_max, block);
       alpha[half] = softmax_exp(old_max, new_max[half]);
       beta[half] = softmax_exp(block, new_max[half]);
-      new_sum[half] = at(stats, s)[2 + half] * alpha[half] +
+      new_sum[half] = at(stats)[2 + half] * alpha[half] +
                       f_.block_sum(half, l, m_.mi, kb, m_.warp, v_.h, v_.b) * beta[half];
     }
     const FuncRef pv =
         f_.block_pv(l, Halide::min(tile, stats - 1), m_.mi, kb, m_.warp, v_.h, v_.b, 0);
     std::array<Expr, 4> accumulators;
     for (int word = 0; word < 4; ++word) {
-      accumulators[word] = at(tile, s)[word] * alpha[word / 2] + pv[word] * beta[word / 2];
+      accumulators[word] = at(tile)[word] * alpha[word / 2] + pv[word] * beta[word / 2];
     }
-    at(tile, 1 - s) =
-        Halide::select(tile == stats, Tuple(new_max[0], new_max[1], new_sum[0], new_sum[1]),
-                       tuple_of(accumulators));
+    at(tile) = Halide::select(tile == stats, Tuple(new_max[0], new_max[1], new_sum[0], new_sum[1]),
+                              tuple_of(accumulators));
   }
 
   void define_output() {
     const auto& l = m_.lane;
     const int stats = f_.stats_tile();
-    // Every pair of blocks ends in slot 0.
-    const FuncRef final_state = f_.state(l, m_.tile, m_.mi, m_.warp, v_.h, v_.b, 0);
-    const FuncRef final_stats = f_.state(l, stats, m_.mi, m_.warp, v_.h, v_.b, 0);
+    const FuncRef final_state = f_.state(l, m_.tile, m_.mi, m_.warp, v_.h, v_.b);
+    const FuncRef final_stats = f_.state(l, stats, m_.mi, m_.warp, v_.h, v_.b);
     const Expr half = m_.word / 2;
     const Expr row_max = Halide::mux(half, {final_stats[0], final_stats[1]});
     const Expr row_sum = group_sum(Halide::mux(half, {final_stats[2], final_stats[3]}));
-    f_.lane_output(m_.word, l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) = Halide::select(
-        AttentionTerms::row_has_keys(row_max), word_at(m_.word, final_state) / row_sum, 0.f);
+    f_.lane_output(m_.word, l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) =
+        Halide::select(AttentionTerms::row_has_keys(row_max),
+                       word_at(m_.word, final_state) * (1.f / row_sum), 0.f);
     // Lane 4g + t holds d = 8 tile + 2t + e of rows g + 8 half: word e + 2 half.
     const Expr d = v_.d, i = v_.i;
     const int rows = 16 * shape_.warp_tiles;
-    f_.output(d, i, v_.h, v_.b) =
-        terms_.to_storage(f_.lane_output(d % 2 + i % 16 / 8 * 2, i % 8 * 4 + d / 2 % 4, d / 8,
-                                         i / 16 % shape_.warp_tiles, i / rows, v_.h, v_.b));
+    const Expr value = f_.lane_output(d % 2 + i % 16 / 8 * 2, i % 8 * 4 + d / 2 % 4, d / 8,
+                                      i / 16 % shape_.warp_tiles, i / rows, v_.h, v_.b);
+    const Halide::Type type = shape_.storage_bits ? Halide::UInt(16) : terms_.storage_type();
+    f_.output(d, i, v_.h, v_.b) = Halide::reinterpret(type, storage_bits(value, spec_.dtype));
   }
 
   AttentionSpec spec_;

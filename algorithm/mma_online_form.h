@@ -28,6 +28,9 @@ struct MmaTileShape {
   // On a target without CUDA: the mma and the lane-group reductions are
   // emulated, evaluating their operands at the other lanes (tests on the CPU).
   bool emulated = false;
+  // q, k, v and the output are the 16 bits of their storage type (bf16 on
+  // CUDA, whose back end takes no bf16); a bias is read as f32.
+  bool storage_bits = false;
 };
 
 struct MmaOnlineVars {
@@ -48,7 +51,7 @@ struct MmaOnlineFuncs {
   // word; the pre-pass that makes P.V's B operand one load per four words.
   Halide::Func v_pairs{"v_pairs"};
   // (word, lane, mi, warp, h, b) u32: the lane's A words of Q for every
-  // step along the head dim (4 per step), held across the key loop.
+  // step along the head dim (4 per step), 8 per pair of steps (steps.h).
   Halide::Func q_fragments{"q_fragments"};
   // (word, lane, tile, steps, kb, h, b) u32: the lane's four adjacent words
   // of its key's K row for two steps; (word, lane, tile, steps, kb, h, b)
@@ -58,28 +61,25 @@ struct MmaOnlineFuncs {
   // `tile`, a chain of head_dim / 16 mma in alternating slots (ends in 0).
   Halide::Func scores{"scores"};
   // (half, lane, mi, kb, warp, h, b): the block's row max over the lane
-  // group, and the lane's own part of the row sum of exp(logit - max).
+  // group, and the lane's own part of the row sum of its P words.
   Halide::Func block_max{"block_max"}, block_sum{"block_sum"};
-  // (e, half, lane, tile, mi, kb, warp, h, b) f32: exp(logit - block max) of
-  // result word e + 2 half of score tile `tile`.
-  Halide::Func probs{"probs"};
   // (half, lane, tile, mi, kb, warp, h, b) u32: the lane's P word of score tile
-  // `tile`: its two probabilities in the storage type.
+  // `tile`: its two exp(logit - block max) in the storage type.
   Halide::Func p_words{"p_words"};
   // (lane, tile, mi, kb, warp, h, b, slot) Tuple of 4 f32: P.V of output
   // tile `tile` (8 head-dim elements), key_block / 16 mma (ends in slot 0).
   Halide::Func block_pv{"block_pv"};
-  // (lane, tile, mi, warp, h, b, slot) Tuple of 4 f32: the running state,
-  // updated per key block into the other slot. Tiles below head_dim / 8 are
-  // the output accumulators; tile head_dim / 8 holds (max of row g, of row
-  // g + 8, the lane's sum of row g, of row g + 8).
+  // (lane, tile, mi, warp, h, b) Tuple of 4 f32: the running state, updated
+  // per key block in place. Tiles below head_dim / 8 are the output
+  // accumulators; tile head_dim / 8 holds (max of row g, of row g + 8, the
+  // lane's sum of row g, of row g + 8).
   Halide::Func state{"state"};
   // (word, lane, tile, mi, warp, h, b) f32: the lane's normalized outputs.
   Halide::Func lane_output{"lane_output"};
   Halide::Func output{"output"};  // (d, i, h, b) storage dtype
   Halide::RDom over_dim_steps;    // scores: (step in pair, pair of steps) along the head dim
   Halide::RDom over_key_steps;    // block_pv: (step in pair, pair of steps) along the block
-  Halide::RDom over_blocks;       // state: (tile, block in pair, pair of key blocks)
+  Halide::RDom over_blocks;       // state: (tile, key block)
   int head_dim = 0;
   int stats_tile() const { return head_dim / 8; }
 };

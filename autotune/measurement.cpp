@@ -34,9 +34,14 @@ ReadyKernel ready_attention(JitBuild build, const TuneOptions& o) {
   return ready(std::move(build.kernel), std::make_shared<TuningInputs>(o.spec, o.shape, o.seed));
 }
 
-// The run's attention or layer under `schedule` ("naive", a preset name or JSON).
+// The run's attention or layer under `schedule` ("naive", a preset name or
+// JSON); naive on the reference target.
 ReadyKernel ready_kernel(const TuneOptions& o, const std::string& schedule) {
-  if (!o.layer) return ready_attention(build_jit({o.spec, o.target, schedule}), o);
+  if (!o.layer) {
+    const Halide::Target target =
+        schedule == "naive" ? reference_target(o.spec, o.target) : o.target;
+    return ready_attention(build_jit({o.spec, target, schedule}), o);
+  }
   JitLayerBuild build = build_jit_layer(*o.layer, o.target, schedule);
   if (build.status != Status::ok) return {build.status, build.detail};
   return ready(std::move(build.kernel),
@@ -67,6 +72,15 @@ Outcome check_and_time(const TuneOptions& options, const std::filesystem::path& 
 
 }  // namespace
 
+Halide::Target reference_target(const AttentionSpec& spec, const Halide::Target& target) {
+  if (naive_runs_on(spec, target)) return target;
+  return Halide::get_host_target();
+}
+
+bool naive_runs_on(const AttentionSpec& spec, const Halide::Target& target) {
+  return !(spec.dtype == DType::bf16 && target.has_feature(Halide::Target::CUDA));
+}
+
 Job Measurement::baseline(bool timed) const {
   return [this, timed](MeasurementGate& gate) {
     ReadyKernel kernel = ready_kernel(options_, "naive");
@@ -77,7 +91,9 @@ Job Measurement::baseline(bool timed) const {
     std::vector<float> out = kernel.output();
     std::ofstream(expected_path_, std::ios::binary)
         .write(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
-    if (!timed) return Outcome{};
+    if (!timed || (!options_.layer && !naive_runs_on(options_.spec, options_.target))) {
+      return Outcome{};
+    }
     return time_runs(kernel.run, options_.min_measure_seconds, 30);
   };
 }

@@ -128,7 +128,8 @@ void TuningRun::competitors() {
   if (!measurement_) return;  // a simulation has none
   std::vector<Job> jobs;
   std::vector<std::string> names;
-  if (!database_.contains(record_key(options_, "naive"))) {
+  if (!database_.contains(record_key(options_, "naive")) &&
+      (options_.layer || naive_runs_on(options_.spec, options_.target))) {
     jobs.push_back(measurement_->baseline(true));
     names.push_back("naive");
   }

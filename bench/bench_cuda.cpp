@@ -19,6 +19,7 @@
 #include "algorithm/attention_terms.h"
 #include "autotune/builder.h"
 #include "autotune/checker.h"
+#include "autotune/measurement.h"
 #include "autotune/tuning_inputs.h"
 #include "bench/bench_rows.h"
 #include "bench/bench_shapes.h"
@@ -78,7 +79,11 @@ class CudaBench {
     auto inputs = std::make_shared<TuningInputs>(
         spec, autotune::TuningShape{shape.batch, shape.q_len, shape.kv_len}, 1);
     std::vector<Impl> impls;
-    add_jit(impls, spec, inputs, "naive", {spec, target_, "naive"});
+    // The reference: naive on the target, or on the CPU where no naive
+    // kernel takes the spec (bf16 on CUDA); then it is neither timed nor a baseline.
+    const bool naive_here = autotune::naive_runs_on(spec, target_);
+    add_jit(impls, spec, inputs, "naive",
+            {spec, autotune::reference_target(spec, target_), "naive"});
     if (impls.empty()) return;  // skipped: the naive kernel did not build
     try {
       impls[0].run();
@@ -86,6 +91,12 @@ class CudaBench {
       throw NoDevice(error.what());  // the naive kernel runs wherever a device does
     }
     const std::vector<float> expected = impls[0].output();
+    if (!naive_here) {
+      impls.clear();
+      skip(spec, label, "naive",
+           "no CUDA kernel but the tensor-core form takes bf16: the reference ran on the CPU, "
+           "and x naive is 0");
+    }
 
     for (const std::string& name : schedules::presets_for(target_)) {
       add_jit(impls, spec, inputs, name, {spec, target_, name});
@@ -121,8 +132,9 @@ class CudaBench {
     for (const Impl& impl : correct) runs.push_back(impl.run);
     TimingOptions timing;
     timing.min_seconds = o_.min_seconds;
+    if (runs.empty()) return;
     const std::vector<Timing> times = time_interleaved(runs, 4, timing);
-    const double naive_ms = times[0].median_ms;
+    const double naive_ms = naive_here ? times[0].median_ms : 0.0;
     for (size_t n = 0; n < correct.size(); ++n) {
       add_row(spec, shape, label, correct[n].name, times[n], naive_ms);
     }

@@ -97,11 +97,10 @@ bool python_has_torch(const std::string& python) {
 
 // Why torch's SDPA peer cannot run `spec` (empty when it can): it runs
 // unmasked or causal attention, in `dtypes`.
-// On a GPU the peer runs f32 and f16; on a CPU every storage dtype.
 std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
   if (spec.key_padding || spec.bias != BiasKind::none || spec.mask == PositionMask::window ||
-      spec.return_weights || (cuda && spec.dtype == DType::bf16)) {
-    return cuda ? "the torch peer runs f32 or f16 causal or unmasked attention only"
+      spec.return_weights) {
+    return cuda ? "the torch peer runs causal or unmasked attention only"
                 : "the torch peer runs causal or unmasked attention only";
   }
   return "";

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "schedules/cuda_limits.h"
 #include "schedules/layer_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
@@ -44,19 +45,35 @@ bool fits(const Schedule& schedule, const LayerSpec& layer, const Halide::Target
 // fits a spec and target ships, else the naive schedule.
 using Preference = std::vector<const char*>;
 // Any query length.
-const Preference kGenericPresets = {"online_cuda",   "materialized_cuda",   "online_bf16_avx512",
-                                    "online_avx512", "online_avx2",         "fused_avx512",
-                                    "fused_avx2",    "materialized_avx512", "materialized_avx2"};
+const Preference kGenericPresets = {"online_mma_cuda",    "online_cuda",   "materialized_cuda",
+                                    "online_bf16_avx512", "online_avx512", "online_avx2",
+                                    "fused_avx512",       "fused_avx2",    "materialized_avx512",
+                                    "materialized_avx2"};
 // Up to 16 query rows: on a GPU key splits give the blocks work (where the
 // head dim fits their threads, else the generic presets); on a CPU tiles of a
 // few rows (a KV group's heads together) stream the K/V cache once, else the
 // unfused pipeline parallelizes over heads.
-const Preference kShortQueryPresets = {"online_split_cuda", "online_cuda", "materialized_cuda",
-                                       "decode_avx512",     "decode_avx2", "materialized_avx512",
-                                       "materialized_avx2"};
+const Preference kShortQueryPresets = {"online_split_cuda",   "online_cuda",      "online_mma_cuda",
+                                       "materialized_cuda",   "decode_avx512",    "decode_avx2",
+                                       "materialized_avx512", "materialized_avx2"};
 // A whole MHA layer (CPUs only).
 const Preference kLayerPresets = {"online_avx512", "online_avx2",         "fused_avx512",
                                   "fused_avx2",    "materialized_avx512", "materialized_avx2"};
+
+// Whether a CUDA kernel under `preset` needs its rows aligned (cuda_limits.h).
+bool needs_aligned_rows(const std::string& preset, const EmitTarget& target) {
+  return target.cuda && preset != "naive" &&
+         schedules::cuda_input_alignment(schedules::load_preset(preset)) > 1;
+}
+
+// The presets of `presets` whose kernels take rows at any alignment.
+Preference unaligned_only(const Preference& presets, const EmitTarget& target) {
+  Preference result;
+  for (const char* name : presets) {
+    if (!needs_aligned_rows(name, target)) result.push_back(name);
+  }
+  return result;
+}
 
 template <typename Spec>
 std::string first_fitting(const Preference& presets, const Spec& spec, const EmitTarget& target) {
@@ -187,6 +204,21 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
       const PlannedKernel generic{base + "generic",  spec, t, "generic", {0, 0, 0}, preset,
                                   "preset " + preset};
       plan.push_back(generic);
+      // Where the generic kernel loads rows as vectors (the tensor-core form),
+      // calls with unaligned rows take the first preset that needs no alignment.
+      if (needs_aligned_rows(preset, target)) {
+        const std::string unaligned =
+            first_fitting(unaligned_only(kGenericPresets, target), spec, target);
+        if (unaligned != "naive") {
+          plan.push_back({base + "generic_unaligned",
+                          spec,
+                          t,
+                          "generic.unaligned",
+                          {0, 0, 0},
+                          unaligned,
+                          "preset " + unaligned + " (rows not aligned for " + preset + ")"});
+        }
+      }
       const std::string short_preset = first_fitting(kShortQueryPresets, spec, target);
       plan.push_back({base + "generic_q16",
                       spec,

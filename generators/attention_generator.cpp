@@ -48,7 +48,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
 
   // One argument, in the table's order.
   void declare(const KernelArgumentSlot& slot) {
-    const Halide::Type storage = storage_type_of(spec_.dtype);
+    const Halide::Type storage =
+        storage_as_bits() ? Halide::UInt(16) : storage_type_of(spec_.dtype);
     const char* name = slot.name;
     const int dims = slot.dimensions;
     switch (slot.argument) {
@@ -102,10 +103,16 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
     in.scale = *scale_;
     if (key_lengths_) in.key_lengths = *key_lengths_;
-    if (bias_) in.bias = *bias_;
+    if (bias_) in.bias = storage_as_bits() ? bf16_from_bits(*bias_) : Halide::Func(*bias_);
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
 
     const std::string choice = schedule;
+    if (storage_as_bits() && (choice == "auto" || choice == "naive")) {
+      throw schedules::ScheduleError(
+          "dtype", "bf16 on CUDA takes the tensor-core form online_mma; the " + choice +
+                       " schedule's materialized form cannot (Halide's CUDA backend cannot "
+                       "load bf16)");
+    }
     if (choice == "auto") {
       // The algorithm as written, for an autoscheduler given in the GeneratorContext.
       MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
@@ -127,7 +134,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const bool emulated = schedules::emulates_tensor_cores(chosen, get_target());
     schedules::validate(chosen, spec_,
                         emulated ? schedules::emulated_target(get_target()) : get_target());
-    schedules::AttentionPipeline pipeline = schedules::build_pipeline(spec_, in, chosen, emulated);
+    schedules::AttentionPipeline pipeline =
+        schedules::build_pipeline(spec_, in, chosen, emulated, storage_as_bits());
     vars_ = pipeline.vars;
     define_outputs(pipeline.output, pipeline.weights);
     pipeline.output = *out_;
@@ -146,6 +154,22 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   }
 
  private:
+  // bf16 on CUDA travels as its 16 bits (Halide 21's PTX back end can load
+  // and store no bf16); the tensor-core form, the only one that takes it,
+  // reads and writes the bits.
+  bool storage_as_bits() const {
+    return spec_.dtype == DType::bf16 && get_target().has_feature(Halide::Target::CUDA);
+  }
+
+  // A bf16 tensor's bits as f32: the bits are the f32's upper half.
+  static Halide::Func bf16_from_bits(const Halide::Func& bits) {
+    Halide::Var j("j"), i("i"), h("h"), b("b");
+    Halide::Func widened("bias_f32");
+    widened(j, i, h, b) =
+        Halide::reinterpret(Halide::Float(32), Halide::cast<uint32_t>(bits(j, i, h, b)) << 16);
+    return widened;
+  }
+
   // The Generator's Outputs read the form's; the Outputs are then what gets
   // scheduled as the pipeline's root stages.
   void define_outputs(const Halide::Func& output, const Halide::Func& weights) {

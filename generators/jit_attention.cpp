@@ -6,13 +6,17 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
                            const std::map<std::string, std::string>& extra_params,
                            const Halide::AutoschedulerParams& autoscheduler)
     : spec_(spec),
+      cuda_(target.has_feature(Halide::Target::CUDA)),
       callable_(
           compile_generator("attention", spec.to_string(), target, extra_params, autoscheduler)) {}
 
 void JitAttention::run(KernelArguments& args) const {
   mark_host_inputs_dirty(args);
   KernelArgv argv = kernel_argv(spec_, args);
-  call_jit(callable_, argv, spec_.to_string());
+  {
+    KernelStorageTypes as_taken(args, cuda_);
+    call_jit(callable_, argv, spec_.to_string());
+  }
   // GPU kernels run asynchronously: a run ends when its outputs are written.
   for (halide_buffer_t* output : {args.out, args.weights}) {
     if (output && output->device && output->device_interface) {

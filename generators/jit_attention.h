@@ -32,6 +32,7 @@ class JitAttention {
 
  private:
   AttentionSpec spec_;
+  bool cuda_ = false;  // the kernel takes bf16 as its bits (KernelStorageTypes)
   Halide::Callable callable_;
 };
 

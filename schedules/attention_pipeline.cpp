@@ -8,7 +8,7 @@
 namespace attnforge::schedules {
 
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
-                                 const Schedule& schedule, bool emulated_mma) {
+                                 const Schedule& schedule, bool emulated_mma, bool storage_bits) {
   AttentionPipeline p;
   p.form = schedule.form;
   p.inputs = inputs;
@@ -76,6 +76,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
       mma.skip_masked_blocks = schedule.skip_masked_blocks;
       mma.skip_at_any_length = spec.key_padding && !emulated_mma;
       mma.emulated = emulated_mma;
+      mma.storage_bits = storage_bits;
       p.mma = build_mma_online(spec, inputs, p.vars, p.mma_vars, mma);
       p.output = p.mma.output;
       break;

@@ -30,8 +30,10 @@ struct AttentionPipeline {
 };
 
 // Builds the form `schedule` names; its tile sizes shape the fused and online
-// forms. `emulated_mma`: online_mma's mma and shuffles emulated (a CPU target).
+// forms. online_mma: `emulated_mma`, its mma and shuffles emulated (a CPU
+// target); `storage_bits`, its bf16 tensors are their 16 bits (MmaTileShape).
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
-                                 const Schedule& schedule, bool emulated_mma = false);
+                                 const Schedule& schedule, bool emulated_mma = false,
+                                 bool storage_bits = false);
 
 }  // namespace attnforge::schedules

@@ -71,10 +71,10 @@ int cuda_shared_bytes(const Schedule& s, int head_dim) {
 int cuda_register_values(const Schedule& s, int head_dim) {
   const CudaThreads t = cuda_threads(s, head_dim);
   if (s.form == Form::online_mma) {
-    // Per 16-row tile a lane holds its state (head_dim / 2 + 4), a block's
-    // scores and P.V (key_block / 2 and head_dim / 2) and its Q words (head_dim / 4).
+    // Per 16-row tile a lane holds its state (head_dim / 2 + 4), its Q words
+    // (head_dim / 4), a block's scores and P words (key_block / 2 and / 4).
     const int tiles = s.query_tile / 16;
-    return tiles * (head_dim / 2 + 4 + s.key_block / 2 + head_dim / 2 + head_dim / 4);
+    return tiles * (head_dim / 2 + 4 + head_dim / 4 + s.key_block / 2 + s.key_block / 4);
   }
   if (s.form == Form::online_rows) {
     // Per row: its packed state (head_dim + 2), a chunk of a key block's P.V

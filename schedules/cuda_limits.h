@@ -79,5 +79,10 @@ constexpr int kCudaStagedRowPad = 4;
 // online_mma's warps per block: each warp's query rows are independent, and
 // the warps of a block share K and V rows through L1.
 constexpr int kCudaMmaMaxWarps = 4;
+// The values an online_mma lane keeps (cuda_register_values). Assembled by
+// ptxas for sm_90 under 255 registers, causal specs: 200 (D64, two 16-row
+// tiles, key blocks of 64; D96, two tiles, blocks of 32) do not spill; 248
+// (D96, two tiles, 64; D128, two tiles, 32) do.
+constexpr int kCudaMmaValueBudget = 224;
 
 }  // namespace attnforge::schedules

@@ -101,6 +101,12 @@ std::optional<ScheduleError> check_cuda_mma(const Schedule& s, const AttentionSp
                     s.key_block);
   ATTNFORGE_REQUIRE(s.kv_splits == 1, "kv_splits", "{}; online_mma does not split keys",
                     s.kv_splits);
+  const int values = cuda_register_values(s, spec.head_dim);
+  ATTNFORGE_REQUIRE(values <= kCudaMmaValueBudget, s.key_block > 32 ? "key_block" : "query_tile",
+                    "online_mma's lanes would keep {} values of head_dim {} ({} query rows, key "
+                    "blocks of {}); at most {} fit in {} registers",
+                    values, spec.head_dim, s.query_tile, s.key_block, kCudaMmaValueBudget,
+                    kCudaMaxRegistersPerThread);
   return std::nullopt;
 }
 

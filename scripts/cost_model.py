@@ -15,14 +15,20 @@ MAX_WARPS, MAX_BLOCKS, REGISTERS, SHARED = 64, 32, 65536, 228 * 1024
 RESERVED_SHARED_PER_BLOCK, REGISTER_GRANULE = 1024, 256
 # Issue slots per instruction class, a rough Hopper prior: memory and
 # special-function instructions stall more than arithmetic does.
+# An HMMA.16816 issues about every 4 cycles per sub-partition (no timed
+# tensor-core data yet: a prior, like the rest).
 CLASS_WEIGHTS = {"ffma": 1, "fmul_fadd": 1, "ldg": 4, "stg": 4, "lds": 2, "sts": 2,
-                 "local": 8, "bar": 4, "shfl": 2, "mufu": 4, "branch": 1, "other": 1}
+                 "local": 8, "bar": 4, "shfl": 2, "mufu": 4, "branch": 1, "other": 1,
+                 "hmma": 4}
+# The FMAs of one HMMA.16816 warp instruction (16 x 8 x 16) in FFMA warp
+# instructions (32 each): a kernel's required work may be done by either.
+HMMA_FFMA = 16 * 8 * 16 // 32
 FEATURES = ["log_launches", "log_waves", "log_loop_warp_instructions",
             "log_straight_warp_instructions", "log_loop_instructions_per_ffma",
             "log_global_stores", "log_global_loads", "log_spill_bytes",
             "log_loop_local", "weighted_occupancy", "loop_bar_fraction",
             "loop_shared_fraction", "loop_shfl_fraction", "loop_mufu_fraction",
-            "log_loop_trips", "log_max_threads", "hand_log_cycles"]
+            "log_loop_trips", "log_max_threads", "hand_log_cycles", "loop_hmma_fraction"]
 
 
 def occupancy(registers, threads, shared):
@@ -50,21 +56,32 @@ def sites(kernels, launches):
     return result
 
 
+def count(kernel, key):
+    """A class count; features recorded before a class existed have none."""
+    return kernel.get(key, 0)
+
+
 def total(kernel, where):
-    return sum(kernel[f"{where}_{name}"] for name in CLASS_WEIGHTS)
+    return sum(count(kernel, f"{where}_{name}") for name in CLASS_WEIGHTS)
 
 
 def weighted(kernel, where):
-    return sum(weight * kernel[f"{where}_{name}"] for name, weight in CLASS_WEIGHTS.items())
+    return sum(weight * count(kernel, f"{where}_{name}") for name, weight in CLASS_WEIGHTS.items())
+
+
+def loop_fma_work(kernel):
+    """A kernel's loop FMAs in FFMA warp instructions: its FFMA, and its HMMA
+    at the FMAs each does."""
+    return count(kernel, "loop_ffma") + HMMA_FFMA * count(kernel, "loop_hmma")
 
 
 def features(pipeline, fma_warp_instructions):
     """name -> value for the ridge model."""
     warp_count = [s["blocks"] * s["warps"] * s["times"] for s in pipeline]
     loop = sum(total(s, "loop") for s in pipeline) or 1
-    ffma_kernels = [s for s in pipeline if s["loop_ffma"]]
+    ffma_kernels = [s for s in pipeline if loop_fma_work(s)]
     per_ffma = (sum(total(s, "loop") for s in ffma_kernels) /
-                max(1, sum(s["loop_ffma"] for s in ffma_kernels))) if ffma_kernels else loop
+                max(1, sum(loop_fma_work(s) for s in ffma_kernels))) if ffma_kernels else loop
     return {
         "log_launches": math.log(sum(s["times"] for s in pipeline)),
         "log_waves": math.log(sum(s["waves"] * s["times"] for s in pipeline)),
@@ -87,23 +104,25 @@ def features(pipeline, fma_warp_instructions):
         "loop_mufu_fraction": sum(s["loop_mufu"] for s in pipeline) / loop,
         # Trips of the FFMA loops per thread if they do exactly the required FMAs.
         "log_loop_trips": math.log(fma_warp_instructions / max(1, sum(
-            s["blocks"] * s["warps"] * s["times"] * s["loop_ffma"] for s in ffma_kernels))),
+            s["blocks"] * s["warps"] * s["times"] * loop_fma_work(s) for s in ffma_kernels))),
         "log_max_threads": math.log(max(s["threads"] for s in pipeline)),
         "hand_log_cycles": hand_estimate(pipeline, fma_warp_instructions),
+        "loop_hmma_fraction": sum(count(s, "loop_hmma") for s in pipeline) / loop,
     }
 
 
 def hand_estimate(pipeline, fma_warp_instructions):
     """Estimated issue cycles per SM, in log: the required FMAs are shared
-    equally by the kernels with FFMA in a loop and cost that loop's weighted
-    instructions per FFMA; other kernels run their whole body once per warp.
+    equally by the kernels with FFMA or HMMA in a loop (an HMMA counted as the
+    HMMA_FFMA FFMA it replaces) and cost that loop's weighted instructions per
+    FFMA; other kernels run their whole body once per warp.
     Low occupancy hides less latency, so cycles divide by occupancy's root."""
-    ffma_kernels = [s for s in pipeline if s["loop_ffma"]]
+    ffma_kernels = [s for s in pipeline if loop_fma_work(s)]
     cycles = 0.0
     for s in pipeline:
         if s in ffma_kernels:
             warp_cycles = fma_warp_instructions / len(ffma_kernels) * weighted(s, "loop") \
-                / s["loop_ffma"] + s["blocks"] * s["warps"] * weighted(s, "outside")
+                / loop_fma_work(s) + s["blocks"] * s["warps"] * weighted(s, "outside")
         else:
             warp_cycles = s["blocks"] * s["warps"] * (weighted(s, "loop") + weighted(s, "outside"))
         cycles += s["times"] * warp_cycles / SMS / math.sqrt(max(s["occupancy"], 1 / MAX_WARPS))

@@ -12,6 +12,7 @@ import re
 CLASSES = {
     "FFMA": "ffma", "FMUL": "fmul_fadd", "FADD": "fmul_fadd",
     "HFMA2": "ffma", "HMUL2": "fmul_fadd", "HADD2": "fmul_fadd",
+    "HMMA": "hmma",
     "LDG": "ldg", "LD": "ldg", "STG": "stg", "ST": "stg",
     "LDS": "lds", "STS": "sts",
     "LDL": "local", "STL": "local",

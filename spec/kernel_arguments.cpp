@@ -15,6 +15,25 @@ halide_type_t halide_type_of(DType dtype) {
   return traits_of(dtype).halide_type;
 }
 
+halide_type_t kernel_halide_type(DType dtype, bool cuda) {
+  if (dtype == DType::bf16 && cuda) return halide_type_t(halide_type_uint, 16);
+  return halide_type_of(dtype);
+}
+
+KernelStorageTypes::KernelStorageTypes(KernelArguments& args, bool cuda) {
+  if (!cuda) return;
+  for (halide_buffer_t* buffer : {args.q, args.k, args.v, args.bias, args.out, args.weights}) {
+    if (buffer && buffer->type == halide_type_of(DType::bf16)) {
+      saved_.emplace_back(buffer, buffer->type);
+      buffer->type = kernel_halide_type(DType::bf16, true);
+    }
+  }
+}
+
+KernelStorageTypes::~KernelStorageTypes() {
+  for (auto [buffer, type] : saved_) buffer->type = type;
+}
+
 void mark_host_inputs_dirty(KernelArguments& args) {
   for (halide_buffer_t* input :
        {args.q, args.k, args.v, args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {

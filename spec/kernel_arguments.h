@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "attention_spec.h"
 
@@ -91,6 +93,22 @@ class KernelArgv {
 
 // The runtime type of a storage dtype, for the buffers a kernel takes.
 halide_type_t halide_type_of(DType dtype);
+// The type a kernel takes a `dtype` tensor as: a CUDA kernel takes bf16 as
+// its 16 bits (uint16), since Halide's CUDA back end has no bf16.
+halide_type_t kernel_halide_type(DType dtype, bool cuda);
+
+// While alive, the bf16 buffers of `args` have the type a CUDA kernel takes
+// them as (uint16), where `cuda`; their types are restored after.
+class KernelStorageTypes {
+ public:
+  KernelStorageTypes(KernelArguments& args, bool cuda);
+  ~KernelStorageTypes();
+  KernelStorageTypes(const KernelStorageTypes&) = delete;
+  KernelStorageTypes& operator=(const KernelStorageTypes&) = delete;
+
+ private:
+  std::vector<std::pair<halide_buffer_t*, halide_type_t>> saved_;
+};
 
 // `buffer`, or SpecError naming the argument when it is null.
 void* required_argument(halide_buffer_t* buffer, const char* name);

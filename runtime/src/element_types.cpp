@@ -1,6 +1,7 @@
 #include "element_types.h"
 
 #include "spec/dtype_traits.h"
+#include "spec/kernel_arguments.h"
 
 namespace attnforge {
 
@@ -19,6 +20,11 @@ DType storage_type(ElementType type) {
 halide_type_t halide_type_of(ElementType type) {
   if (!is_storage_type(type)) return halide_type_t(halide_type_int, 32);
   return traits_of(storage_type(type)).halide_type;
+}
+
+halide_type_t kernel_halide_type(ElementType type, Device device) {
+  if (!is_storage_type(type)) return halide_type_of(type);
+  return attnforge::kernel_halide_type(storage_type(type), device == Device::cuda);
 }
 
 }  // namespace runtime

@@ -14,5 +14,7 @@ bool is_storage_type(ElementType type);
 // The DType of a float element type (f32 for i32, which is not one).
 DType storage_type(ElementType type);
 halide_type_t halide_type_of(ElementType type);
+// The type a kernel on `device` takes `type` as (spec/kernel_arguments.h).
+halide_type_t kernel_halide_type(ElementType type, Device device);
 
 }  // namespace attnforge::runtime

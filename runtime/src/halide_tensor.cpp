@@ -6,7 +6,7 @@ namespace attnforge::runtime {
 
 int HalideTensor::wrap(const TensorView& view, const int64_t* extents,
                        const KernelPackage& package) {
-  buffer_.type = halide_type_of(view.type);
+  buffer_.type = kernel_halide_type(view.type, view.device);
   buffer_.dimensions = view.rank;
   buffer_.dim = dims_;
   for (int n = 0; n < view.rank; ++n) {

@@ -20,11 +20,16 @@
 #include "generators/cuda_launches.h"
 #include "kernel_support/ptx_functions.h"
 #include "spec/cuda_register_limit.h"
+#include "tests/support/sass_listing.h"
 
 namespace attnforge {
 namespace {
 
 using namespace Halide;
+using testing::assembled_sass;
+using testing::count_lines;
+using testing::has_assembler_tools;
+using testing::hot_loop;
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -75,34 +80,6 @@ std::string mma_loop_ptx(int k_steps) {
 }
 
 // Runs `command`; returns its output, or nullopt when it fails.
-std::optional<std::string> run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  if (pclose(pipe) != 0) return std::nullopt;
-  return output;
-}
-
-// The SASS of `ptx` (its PTX functions linked) assembled for `arch` under
-// the register limit kernels run with; nullopt when a tool fails.
-std::optional<std::string> assembled_sass(const std::string& ptx, const std::string& name,
-                                          const std::string& arch) {
-  const std::string source = testing::TempDir() + name + ".ptx";
-  const std::string cubin = testing::TempDir() + name + "_" + arch + ".cubin";
-  std::ofstream(source) << link_ptx_functions(ptx);
-  if (!run(find_ptxas() + " -arch=" + arch + " " + ptxas_register_limit() + " " + source + " -o " +
-           cubin)) {
-    return std::nullopt;
-  }
-  return run(std::string(ATTNFORGE_NVDISASM) + " -c " + cubin);
-}
-
-bool has_assembler_tools() {
-  return !find_ptxas().empty() && !std::string(ATTNFORGE_NVDISASM).empty();
-}
-
 TEST(TensorCoreCalls, HalideCallsAnExternFunctionPerHalf) {
   const std::string ptx = mma_ptx(MmaInput::f16);
   EXPECT_EQ(count(ptx, ".extern .func  (.param .b64 func_retval0) attnforge_mma_f16_f32_lo"), 1);
@@ -155,34 +132,6 @@ std::string mma_gemm_ptx(const MmaGemmShape& shape) {
   return module_ptx(pipeline.compile_to_module(pipeline.infer_arguments(), "mma_gemm", kCuda80));
 }
 
-// The instructions of the innermost loop of an nvdisasm listing: from the
-// label a backward branch goes to, to that branch. (A branch to itself is
-// the trap after the last EXIT, not a loop.)
-std::vector<std::string> hot_loop(const std::string& sass) {
-  std::vector<std::string> lines;
-  std::istringstream in(sass);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::vector<std::string> best;
-  for (size_t end = 0; end < lines.size(); ++end) {
-    const size_t bra = lines[end].find("BRA `(");
-    if (bra == std::string::npos) continue;
-    const std::string label = lines[end].substr(bra + 6, lines[end].find(')', bra) - bra - 6);
-    for (size_t start = 0; start < end; ++start) {
-      if (lines[start].rfind(label + ":", 0) != 0 || end - start < 2) continue;
-      if (best.empty() || end - start < best.size()) {
-        best.assign(lines.begin() + start, lines.begin() + end + 1);
-      }
-    }
-  }
-  return best;
-}
-
-int count_lines(const std::vector<std::string>& lines, const std::string& what) {
-  int n = 0;
-  for (const std::string& line : lines) n += line.find(what) != std::string::npos;
-  return n;
-}
-
 // Its hot loop is mma and loads: per iteration (two steps of k) one HMMA
 // per tile and step; one 128-bit load per column of B and one 32-bit load
 // per word of A (a fragment's words come from two rows, so wider loads of
@@ -211,7 +160,7 @@ TEST(TensorCoreCalls, TheGemmLoopIsOneHmmaPerTileAndStep) {
 TEST(TensorCoreCalls, TheGemmBlockIsItsWarps) {
   for (const MmaGemmShape& shape : {MmaGemmShape{2, 4}, MmaGemmShape{4, 4, 2, 2}}) {
     Pipeline pipeline = mma_gemm_pipeline(shape);
-    const std::string path = testing::TempDir() + "mma_gemm.stmt";
+    const std::string path = ::testing::TempDir() + "mma_gemm.stmt";
     pipeline.compile_to_lowered_stmt(path, pipeline.infer_arguments(), Text, kCuda80);
     std::stringstream stmt;
     stmt << std::ifstream(path).rdbuf();

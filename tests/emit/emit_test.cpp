@@ -141,15 +141,34 @@ TEST(KernelPlan, AnEstimateShipsOnlyWhereNothingWasMeasured) {
   EXPECT_NE(plan.kernels[3].schedule.find("\"query_tile\":32"), std::string::npos);
 }
 
-TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16SkipsCuda) {
+// bf16 on CUDA is the tensor-core form's: its generic kernels need aligned
+// rows, and no preset takes unaligned bf16 rows there.
+TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16TakesTensorCoresOnCuda) {
   autotune::TempDir dir;
   KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,cuda"),
                                  {AttentionSpec::parse("full.mha2.d32.bf16")});
-  ASSERT_EQ(plan.kernels.size(), 2u);  // generic and short-query generic, on AVX2 only
+  ASSERT_EQ(plan.kernels.size(), 4u);  // generic and short-query generic, AVX2 and CUDA
   EXPECT_EQ(plan.kernels[0].bucket, "generic");
   EXPECT_EQ(plan.kernels[1].bucket, "generic.q16");
-  ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_NE(plan.skipped[0].find("bf16"), std::string::npos);
+  EXPECT_EQ(plan.kernels[2].bucket, "generic");
+  EXPECT_EQ(plan.kernels[2].schedule, "online_mma_cuda");
+  EXPECT_EQ(plan.kernels[3].schedule, "online_mma_cuda");
+  EXPECT_TRUE(plan.skipped.empty());
+}
+
+// f16 on CUDA: the tensor-core generic kernel, and for rows it cannot take
+// (not 16-byte aligned) the SIMT online form.
+TEST(KernelPlan, TensorCoreKernelsShipWithAnUnalignedFallback) {
+  autotune::TempDir dir;
+  KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("cuda"),
+                                 {AttentionSpec::parse("causal.gqa4x2.d64.f16")});
+  ASSERT_EQ(plan.kernels.size(), 3u);
+  EXPECT_EQ(plan.kernels[0].bucket, "generic");
+  EXPECT_EQ(plan.kernels[0].schedule, "online_mma_cuda");
+  EXPECT_EQ(plan.kernels[1].bucket, "generic.unaligned");
+  EXPECT_EQ(plan.kernels[1].schedule, "online_cuda");
+  EXPECT_EQ(plan.kernels[2].bucket, "generic.q16");
+  EXPECT_EQ(plan.kernels[2].schedule, "online_split_cuda");
 }
 
 TEST(KernelPlan, LayersShipAGenericAndTheirTunedKernelsOnCpusOnly) {

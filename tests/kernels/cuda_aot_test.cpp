@@ -37,7 +37,11 @@ TEST_P(CudaAotKernel, MatchesTheReferenceOrReportsNoDevice) {
     mark_host_inputs_dirty(c.arguments());
     KernelArgv argv = kernel_argv(spec, c.arguments());
     last_error.clear();
-    int status = GetParam().argv_entry(argv.data());
+    int status = 0;
+    {
+      KernelStorageTypes as_taken(c.arguments(), true);
+      status = GetParam().argv_entry(argv.data());
+    }
     if (status != 0) {
       EXPECT_NE(last_error.find("CUDA"), std::string::npos) << last_error;
       GTEST_SKIP() << "no CUDA device: " << last_error;

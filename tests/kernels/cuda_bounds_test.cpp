@@ -37,6 +37,7 @@ TEST_P(CudaKernelBounds, ReadEveryInputWithinItsExtent) {
                  << "B " << shape.batch << " Lq " << shape.q_len << " Lk " << shape.kv_len);
     AttentionCase c(spec, shape);
     KernelArguments& args = c.arguments();
+    KernelStorageTypes as_taken(args, true);
     struct Query {
       const char* name;
       halide_buffer_t* buffer;

@@ -8,6 +8,7 @@
 #include "attnforge_materialized_cuda_table.h"
 #include "attnforge_naive_cuda_table.h"
 #include "attnforge_online_cuda_table.h"
+#include "attnforge_online_mma_cuda_table.h"
 #include "attnforge_online_rows_cuda_table.h"
 #include "attnforge_online_rows_split_cuda_table.h"
 #include "attnforge_online_split_cuda_table.h"
@@ -42,6 +43,7 @@ inline std::vector<CudaKernel> all_cuda_kernels() {
   add_table(all, "materialized", attnforge_materialized_cuda_table);
   add_table(all, "online_rows", attnforge_online_rows_cuda_table);
   add_table(all, "online_rows_split", attnforge_online_rows_split_cuda_table);
+  add_table(all, "online_mma", attnforge_online_mma_cuda_table);
   return all;
 }
 

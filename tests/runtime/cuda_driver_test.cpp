@@ -41,6 +41,7 @@ TEST(CudaDriver, HalideKernelsFindLibcudaSo1AndFailCleanly) {
     testing::AttentionCase c(spec, {1, 5, 9});
     mark_host_inputs_dirty(c.arguments());
     KernelArgv argv = kernel_argv(spec, c.arguments());
+    KernelStorageTypes as_taken(c.arguments(), true);  // bf16 as its bits
     halide_message.clear();
     EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;
     // The stand-in's cuInit ran: Halide's own lookup (libcuda.so) would

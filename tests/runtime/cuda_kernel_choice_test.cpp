@@ -30,5 +30,32 @@ TEST(CudaKernelChoice, VectorLoadingKernelsServeAlignedRowsOnly) {
   EXPECT_EQ(odd_stride.bucket, "generic") << odd_stride.function;
 }
 
+// bf16 on CUDA: the tensor-core kernels, which need rows aligned to 16
+// bytes; with no bf16 kernel for other rows, an unaligned call is an error
+// that names the alignment.
+Status choose_bf16_bias(uintptr_t q_offset, KernelChoice* choice) {
+  auto bf16 = [](uintptr_t address, std::initializer_list<int64_t> shape) {
+    return TensorView::contiguous(reinterpret_cast<void*>(address), ElementType::bf16, shape,
+                                  Device::cuda);
+  };
+  TensorView q = bf16(0x10000000 + q_offset, {1, 4, 64, 32});
+  TensorView kv = bf16(0x20000000, {1, 1, 64, 32});
+  TensorView bias = bf16(0x30000000, {1, 4, 64, 64});
+  TensorView out = bf16(0x40000000, {1, 4, 64, 32});
+  AttentionOptions options;
+  options.bias = &bias;
+  return choose_kernel(q, kv, kv, out, options, choice);
+}
+
+TEST(CudaKernelChoice, Bf16TakesTheTensorCoreKernelsWithAlignedRows) {
+  KernelChoice aligned, shifted;
+  ASSERT_TRUE(choose_bf16_bias(0, &aligned).ok());
+  EXPECT_EQ(aligned.bucket, "generic") << aligned.function;
+  EXPECT_EQ(aligned.spec, "full.bias.mqa4.d32.bf16");
+  const Status status = choose_bf16_bias(2, &shifted);
+  EXPECT_EQ(status.code, ErrorCode::no_kernel);
+  EXPECT_NE(status.message.find("aligned to 16 bytes"), std::string::npos) << status.message;
+}
+
 }  // namespace
 }  // namespace attnforge

@@ -31,10 +31,49 @@ TEST(CudaSchedule, PresetsFitEveryHeadDimUpTo128) {
       const bool d128 = AttentionSpec::parse(spec).head_dim == 128;
       const bool rows = s.form == Form::online_rows;
       const char* expected = rows && d128 && s.key_block > 1 ? "key_block" : "(fits)";
+      // The tensor-core form takes f16 and bf16, head dims in steps of 32.
+      if (s.form == Form::online_mma) {
+        const AttentionSpec parsed = AttentionSpec::parse(spec);
+        expected = parsed.dtype == DType::f32 ? "dtype" : "(fits)";
+      }
       EXPECT_EQ(misfit(s, spec), expected) << name << " " << spec;
     }
   }
-  EXPECT_EQ(presets_for(kCuda).size(), 7u);
+  EXPECT_EQ(presets_for(kCuda).size(), 8u);
+  for (const char* spec : {"causal.gqa8x2.d128.bf16", "full.mha8.d64.f16", "full.mha2.d32.bf16"}) {
+    EXPECT_EQ(misfit(load_preset("online_mma_cuda"), spec), "(fits)") << spec;
+  }
+}
+
+// bf16 goes to the tensor-core form only; its misfits name their knob.
+TEST(CudaSchedule, TheTensorCoreFormNamesItsMisfits) {
+  const Schedule mma = load_preset("online_mma_cuda");
+  const struct {
+    Schedule schedule;
+    const char* spec;
+    const char* expected;
+  } cases[] = {
+      {mma, "full.mha8.d64.f32", "dtype"},
+      {mma, "full.mha8.d48.f16", "form"},  // not a multiple of 32
+      {with_knob(mma, "query_tile", 48), "full.mha8.d64.f16", "query_tile"},
+      {with_knob(mma, "key_block", 128), "full.mha8.d64.f16", "key_block"},
+      // Two 16-row tiles of D128 per lane spill; of D96, with blocks of 64.
+      {with_knob(with_knob(mma, "query_tile", 32), "key_block", 32), "full.mha8.d128.bf16",
+       "query_tile"},
+      {with_knob(mma, "query_tile", 32), "full.mha8.d64.bf16", "(fits)"},
+      {with_knob(with_knob(mma, "query_tile", 32), "key_block", 64), "full.mha8.d96.bf16",
+       "key_block"},
+      {with_knob(mma, "gpu_threads_x", 16), "full.mha8.d64.f16", "gpu_threads_x"},
+      {with_knob(mma, "gpu_threads_y", 8), "full.mha8.d64.f16", "gpu_threads_y"},
+      {with_knob(mma, "kv_splits", 2), "full.mha8.d64.f16", "kv_splits"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(misfit(c.schedule, c.spec), c.expected) << c.spec << " " << c.schedule.to_json();
+  }
+  const Halide::Target opencl("x86-64-linux-avx-avx2-fma-opencl");
+  EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), opencl)->field(),
+            "dtype");
+  EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), kCuda));
 }
 
 TEST(CudaSchedule, MisfitsNameTheKnob) {
@@ -139,6 +178,9 @@ TEST(CudaSchedule, LaunchesMatchTheChecks) {
         ASSERT_EQ(launches.size(), s.kv_splits > 1 ? 2u : 1u);
         EXPECT_EQ(launches[0].threads, s.gpu_threads_x * s.gpu_threads_y);
         EXPECT_EQ(*launches[0].shared_bytes, 0);
+      } else if (s.form == Form::online_mma) {
+        ASSERT_EQ(launches.size(), 2u);  // the V^T pre-pass, then the attention
+        EXPECT_EQ(launches[1].threads, s.gpu_threads_x * s.gpu_threads_y);
       } else if (s.form == Form::online && s.kv_splits > 1) {
         ASSERT_EQ(launches.size(), 2u);  // the splits' states, then their merge
       } else if (s.form == Form::online) {
