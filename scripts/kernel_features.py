@@ -84,8 +84,12 @@ def featurize(generator, ptxas, nvdisasm, spec, schedule, limit):
         if ptx is None:
             raise RuntimeError("no PTX in the generated object")
         (folder / "k.ptx").write_text(ptx)
+        # PTX functions (tensor-core mma, lane-group shuffles) linked in as
+        # the runtime links them at module load.
+        run([str(Path(generator).parent.parent / "attnforge"), "ptx-link", str(folder / "k.ptx"),
+             "--out", str(folder / "linked.ptx")])
         info = ptxas_info(run([ptxas, f"-arch={ARCH}", f"-maxrregcount={limit}", "-v",
-                               str(folder / "k.ptx"), "-o", str(folder / "k.cubin")]))
+                               str(folder / "linked.ptx"), "-o", str(folder / "k.cubin")]))
         listing = run([nvdisasm, "-c", str(folder / "k.cubin")])
         stmt = (folder / "k.stmt").read_text(errors="replace")
     kernels = {}
