@@ -12,7 +12,6 @@ namespace attnforge {
 namespace {
 
 using Halide::Expr;
-using Halide::Func;
 using Halide::FuncRef;
 using Halide::RDom;
 using Halide::Tuple;

@@ -51,7 +51,8 @@ struct MmaOnlineFuncs {
   // word; the pre-pass that makes P.V's B operand one load per four words.
   Halide::Func v_pairs{"v_pairs"};
   // (word, lane, mi, warp, h, b) u32: the lane's A words of Q for every
-  // step along the head dim (4 per step), 8 per pair of steps (steps.h).
+  // step along the head dim (4 per step), held across the key loop:
+  // word 8 p + 4 half + w of pair p of steps (mma_online_form.cpp).
   Halide::Func q_fragments{"q_fragments"};
   // (word, lane, tile, steps, kb, h, b) u32: the lane's four adjacent words
   // of its key's K row for two steps; (word, lane, tile, steps, kb, h, b)
