@@ -12,6 +12,7 @@ namespace attnforge {
 namespace {
 
 using Halide::Expr;
+using Halide::Func;
 using Halide::FuncRef;
 using Halide::RDom;
 using Halide::Tuple;
@@ -131,22 +132,31 @@ class MmaOnlineBuilder {
                    m_.tile * 8 + l / 4, kvh, v_.b);
   }
 
+  // `chain`(lane, tile, mi, kb, warp, h, b, slot): a chain of mma over
+  // `pairs` pairs of steps (2p + s) in two alternating slots, ending in slot
+  // 0; `a`(p, s, second, half) and `b`(p, s, second) give a step's words.
+  template <typename AWord, typename BWord>
+  void define_mma_chain(Func& chain, RDom& steps, int pairs, const char* name, AWord a, BWord b) {
+    steps = RDom({{0, 2}, {0, pairs}}, name);
+    const Halide::RVar s = steps.x, p = steps.y;
+    auto at = [&](const Expr& slot) {
+      return chain(m_.lane, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, slot);
+    };
+    at(m_.slot) = Tuple(0.f, 0.f, 0.f, 0.f);
+    at(1 - s) = tuple_of(mma({a(p, s, 0, 0), a(p, s, 0, 1), a(p, s, 1, 0), a(p, s, 1, 1)},
+                             {b(p, s, 0), b(p, s, 1)}, words_of(at(s))));
+  }
+
   void define_scores() {
     const auto& l = m_.lane;
-    f_.over_dim_steps = RDom({{0, 2}, {0, spec_.head_dim / 32}}, "over_dim_steps");
-    const Halide::RVar s = f_.over_dim_steps.x, p = f_.over_dim_steps.y;
-    auto at = [&](const Expr& slot) {
-      return f_.scores(l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, slot);
-    };
-    f_.scores(l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, m_.slot) = Tuple(0.f, 0.f, 0.f, 0.f);
-    auto q_word = [&](int second, int half) {
+    auto q_word = [&](const Expr& p, const Expr& s, int second, int half) {
       return f_.q_fragments(8 * p + 4 * half + 2 * s + second, l, m_.mi, m_.warp, v_.h, v_.b);
     };
-    auto k_word = [&](int second) {
+    auto k_word = [&](const Expr& p, const Expr& s, int second) {
       return f_.k_words(2 * s + second, l, m_.tile, p, m_.kb, v_.h, v_.b);
     };
-    at(1 - s) = tuple_of(mma({q_word(0, 0), q_word(0, 1), q_word(1, 0), q_word(1, 1)},
-                             {k_word(0), k_word(1)}, words_of(at(s))));
+    define_mma_chain(f_.scores, f_.over_dim_steps, spec_.head_dim / 32, "over_dim_steps", q_word,
+                     k_word);
   }
 
   // The biased, masked logit of result word e + 2 half of score tile `tile`.
@@ -192,25 +202,18 @@ class MmaOnlineBuilder {
 
   void define_block_pv() {
     const auto& l = m_.lane;
-    f_.over_key_steps = RDom({{0, 2}, {0, shape_.key_block / 32}}, "over_key_steps");
-    const Halide::RVar s = f_.over_key_steps.x, p = f_.over_key_steps.y;
-    auto at = [&](const Expr& slot) {
-      return f_.block_pv(l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, slot);
-    };
-    f_.block_pv(l, m_.tile, m_.mi, m_.kb, m_.warp, v_.h, v_.b, m_.slot) = Tuple(0.f, 0.f, 0.f, 0.f);
     // Step 2p + s's A words come from score tiles 4p + 2s (second 0) and
     // 4p + 2s + 1 (second 1), where the lane's keys are its V^T words 2s + second.
-    auto p_word = [&](int second, int half) {
+    auto p_word = [&](const Expr& p, const Expr& s, int second, int half) {
       return f_.p_words(half, l, 4 * p + 2 * s + second, m_.mi, m_.kb, m_.warp, v_.h, v_.b);
     };
-    auto v_word = [&](int second) {
+    auto v_word = [&](const Expr& p, const Expr& s, int second) {
       return f_.v_words(2 * s + second, l, m_.tile, p, m_.kb, v_.h, v_.b);
     };
-    at(1 - s) = tuple_of(mma({p_word(0, 0), p_word(0, 1), p_word(1, 0), p_word(1, 1)},
-                             {v_word(0), v_word(1)}, words_of(at(s))));
+    define_mma_chain(f_.block_pv, f_.over_key_steps, shape_.key_block / 32, "over_key_steps",
+                     p_word, v_word);
   }
 
-  // The key blocks of pairs [begin, end) that the warp's rows can see.
   // The key blocks [begin, end) that the warp's rows can see.
   void skip_masked_blocks(const Expr& block) {
     const int rows = 16 * shape_.warp_tiles, keys = shape_.key_block;

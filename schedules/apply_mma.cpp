@@ -10,16 +10,23 @@ using Halide::MemoryType;
 using Halide::TailStrategy;
 using Halide::Var;
 
-// A Func with two alternating accumulator slots, as registers of one lane:
-// every pure dimension but the lane unrolled, the reduction's steps outside them.
-void lane_registers(Halide::Func f, const MmaOnlineVars& m, const Halide::RDom& steps) {
-  f.bound(m.slot, 0, 2).unroll(m.slot).unroll(m.tile).unroll(m.mi);
-  f.update()
+// A chain of mma with two alternating accumulator slots, as registers of one
+// lane: every pure dimension but the lane unrolled, the reduction's steps
+// outside them; its B words, four adjacent ones a load, per pair of steps.
+void mma_chain_registers(Halide::Func chain, Halide::Func b_words, const MmaOnlineVars& m,
+                         const Halide::RDom& steps) {
+  chain.bound(m.slot, 0, 2).unroll(m.slot).unroll(m.tile).unroll(m.mi);
+  chain.update()
       .reorder(m.lane, m.tile, m.mi, steps.x, steps.y)
       .unroll(steps.x)
       .unroll(steps.y)
       .unroll(m.tile)
       .unroll(m.mi);
+  b_words.compute_at(chain, steps.y)
+      .store_in(MemoryType::Register)
+      .bound_extent(m.word, 4)
+      .vectorize(m.word)
+      .unroll(m.tile);
 }
 
 // The running state in one lane's registers: its update's tiles (a
@@ -83,23 +90,13 @@ void apply_mma_cuda(const Schedule& s, AttentionPipeline& p) {
   state_registers(f.state, m, f.over_blocks);
   const Halide::LoopLevel block_level(f.state, f.over_blocks.y);
   f.scores.compute_at(block_level);
-  lane_registers(f.scores, m, f.over_dim_steps);
-  f.k_words.compute_at(f.scores, f.over_dim_steps.y)
-      .store_in(MemoryType::Register)
-      .bound_extent(m.word, 4)
-      .vectorize(m.word)
-      .unroll(m.tile);
+  mma_chain_registers(f.scores, f.k_words, m, f.over_dim_steps);
   f.block_max.compute_at(block_level).unroll(m.half).unroll(m.mi);
   f.p_words.compute_at(block_level).unroll(m.half).unroll(m.tile).unroll(m.mi);
   // P.V per output tile, where the state's update takes it: one tile's
   // four accumulators live at a time besides the state's.
   f.block_pv.compute_at(f.state, f.over_blocks.x);
-  lane_registers(f.block_pv, m, f.over_key_steps);
-  f.v_words.compute_at(f.block_pv, f.over_key_steps.y)
-      .store_in(MemoryType::Register)
-      .bound_extent(m.word, 4)
-      .vectorize(m.word)
-      .unroll(m.tile);
+  mma_chain_registers(f.block_pv, f.v_words, m, f.over_key_steps);
 
   // V^T: a pre-pass over V, reading along the head dim.
   Var d_block("d_block"), pair_block("pair_block"), d_thread("d_thread"),
