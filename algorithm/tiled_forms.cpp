@@ -3,6 +3,7 @@
 #include "attention_terms.h"
 #include "row_prefetch.h"
 #include "softmax_exp.h"
+#include "spec/kv_quantization.h"
 
 namespace attnforge {
 
@@ -402,7 +403,7 @@ void add_pv_in_order(OnlineFuncs& f, const OnlineTile& o) {
   if (o.shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
     // Per line, so that a tile of P.V prefetches the lines it reads: V's
     // rows, read a strip at a time, are evicted before another strip's loop.
-    const int line = kCacheLineBytes / storage_type_of(o.spec.dtype).bytes();
+    const int line = kCacheLineBytes / cache_element_bytes(o.spec);
     const Expr ahead = o.tile.cache_key(o.j + o.shape.prefetch_values_ahead);
     f.value_prefetch(v.d, t.jj, t.kb, v.h, v.b) =
         prefetch_rows({{in.v_row_buffer, in.v_row(ahead, o.tile.kv_head, v.b) + v.d * line, line}});

@@ -59,11 +59,24 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
     }
     args_.key_lengths = key_lengths_.raw_buffer();
   }
+  if (spec.quantized_kv()) {
+    quantized_ = quantize_kv(*k_.raw_buffer(), *v_.raw_buffer());
+    args_.k = quantized_.k.raw_buffer();
+    args_.v = quantized_.v.raw_buffer();
+    args_.k_scale = quantized_.k_scale.raw_buffer();
+    args_.v_scale = quantized_.v_scale.raw_buffer();
+  }
   if (spec.paged()) {
-    paged_ = page_cache(*k_.raw_buffer(), *v_.raw_buffer(), spec.page_size, seed);
+    paged_ = page_cache(*args_.k, *args_.v, spec.page_size, seed);
     args_.k = paged_.k.raw_buffer();
     args_.v = paged_.v.raw_buffer();
     args_.page_table = paged_.table.raw_buffer();
+    if (spec.quantized_kv()) {
+      k_scale_pages_ = page_scales(quantized_.k_scale, paged_.table, spec.page_size);
+      v_scale_pages_ = page_scales(quantized_.v_scale, paged_.table, spec.page_size);
+      args_.k_scale = k_scale_pages_.raw_buffer();
+      args_.v_scale = v_scale_pages_.raw_buffer();
+    }
   }
   if (spec.bias == BiasKind::tensor) {
     bias_ = make(shape.kv_len, shape.q_len, H, B);

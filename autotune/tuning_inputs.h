@@ -11,6 +11,7 @@
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
 #include "spec/paged_cache.h"
+#include "spec/quantized_kv.h"
 
 namespace attnforge::autotune {
 
@@ -44,7 +45,9 @@ class TuningInputs {
 
   AttentionSpec spec_;
   Tensor q_, k_, v_, out_, bias_, key_lengths_, slopes_;
-  PagedCache paged_;  // paged specs: k and v in pages
+  QuantizedKv quantized_;  // kv8 specs: k and v as int8 rows and their scales
+  PagedCache paged_;       // paged specs: k and v in pages
+  Halide::Runtime::Buffer<float> k_scale_pages_, v_scale_pages_;  // paged kv8 specs
   KernelArguments args_;
 };
 

@@ -44,6 +44,15 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
   kernel_q = in_storage(q, dtype);
   kernel_k = in_storage(k, dtype);
   kernel_v = in_storage(v, dtype);
+  if (spec.quantized_kv()) {
+    quantized = quantize_kv(*k.raw_buffer(), *v.raw_buffer());
+    dequantize_into(quantized.k, quantized.k_scale, *k.raw_buffer());
+    dequantize_into(quantized.v, quantized.v_scale, *v.raw_buffer());
+    kernel_k = quantized.k;
+    kernel_v = quantized.v;
+    args.k_scale = quantized.k_scale.raw_buffer();
+    args.v_scale = quantized.v_scale.raw_buffer();
+  }
   kernel_out = in_storage(out, dtype);
   args.q = kernel_q.raw_buffer();
   args.k = kernel_k.raw_buffer();
@@ -60,6 +69,12 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
     args.k = paged.k.raw_buffer();
     args.v = paged.v.raw_buffer();
     args.page_table = paged.table.raw_buffer();
+    if (spec.quantized_kv()) {
+      k_scale_pages = page_scales(quantized.k_scale, paged.table, spec.page_size);
+      v_scale_pages = page_scales(quantized.v_scale, paged.table, spec.page_size);
+      args.k_scale = k_scale_pages.raw_buffer();
+      args.v_scale = v_scale_pages.raw_buffer();
+    }
   }
 }
 

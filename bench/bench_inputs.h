@@ -10,6 +10,7 @@
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
 #include "spec/paged_cache.h"
+#include "spec/quantized_kv.h"
 
 namespace attnforge::bench {
 
@@ -34,6 +35,10 @@ struct BenchInputs {
   // What the Halide kernels read and write: the tensors above for f32, else
   // copies in the storage dtype.
   Halide::Runtime::Buffer<> kernel_q, kernel_k, kernel_v, kernel_out;
+  // kv8: kernel_k and kernel_v are the int8 rows of k and v, and k and v
+  // (what the peers read) the values they stand for.
+  QuantizedKv quantized;
+  Halide::Runtime::Buffer<float> k_scale_pages, v_scale_pages;  // paged kv8
   // Key padding: every sequence's full length. A paged spec's kernels read
   // kernel_k and kernel_v in pages at shuffled places.
   Halide::Runtime::Buffer<int32_t> key_lengths;

@@ -8,6 +8,7 @@
 
 #include "spec/kernel_arguments.h"
 #include "spec/key_range.h"
+#include "spec/kv_quantization.h"
 
 namespace attnforge::bench {
 
@@ -32,28 +33,51 @@ double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_l
   const long seen_keys = std::max(0L, last.end - first.begin);  // ranges move right with the row
   const double element = halide_type_of(spec.dtype).bytes();
   const double rows = double(batch) * spec.heads * q_len * spec.head_dim;  // Q, and the output
-  const double keys = double(batch) * spec.kv_heads * seen_keys * spec.head_dim;  // K, and V
-  double bytes = element * 2.0 * (rows + keys);
+  const double keys = double(batch) * spec.kv_heads * seen_keys;           // K and V rows
+  double bytes = 2.0 * (element * rows + cache_row_bytes(spec) * keys);
   if (spec.bias == BiasKind::tensor) {
     bytes += element * batch * spec.heads * double(attended_pairs(spec, q_len, kv_len));
   }
   return bytes;
 }
 
-void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& timings) {
+namespace {
+
+// Sets `ratio` on each row whose spec has a peer (peer_of: empty for none)
+// from the peer's row of the same shape, implementation and thread count.
+template <typename PeerOf>
+void set_vs_peer(std::vector<BenchRow>& rows, const std::vector<Timing>& timings,
+                 double BenchRow::*ratio, PeerOf peer_of) {
   for (size_t n = 0; n < rows.size(); ++n) {
-    AttentionSpec contiguous = AttentionSpec::parse(rows[n].spec);
-    if (!contiguous.paged()) continue;
-    contiguous.page_size = 0;
-    const std::string peer = contiguous.to_string();
+    const std::string peer = peer_of(AttentionSpec::parse(rows[n].spec));
+    if (peer.empty()) continue;
     for (size_t m = 0; m < rows.size(); ++m) {
       const BenchRow& other = rows[m];
       if (other.spec == peer && other.shape == rows[n].shape && other.impl == rows[n].impl &&
           other.threads == rows[n].threads) {
-        rows[n].vs_contiguous = round_ratio(timings[n], timings[m]).median;
+        rows[n].*ratio = round_ratio(timings[n], timings[m]).median;
       }
     }
   }
+}
+
+}  // namespace
+
+void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& timings) {
+  set_vs_peer(rows, timings, &BenchRow::vs_contiguous, [](AttentionSpec spec) {
+    if (!spec.paged()) return std::string();
+    spec.page_size = 0;
+    return spec.to_string();
+  });
+}
+
+void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings) {
+  set_vs_peer(rows, timings, &BenchRow::vs_bf16, [](AttentionSpec spec) {
+    if (!spec.quantized_kv()) return std::string();
+    spec.kv_storage = KvStorage::dtype;
+    spec.dtype = DType::bf16;
+    return spec.to_string();
+  });
 }
 
 void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
@@ -68,7 +92,9 @@ void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
           {"pct_peak", row.pct_peak},
           {"speedup_vs_naive", row.speedup_vs_naive},
           {"pct_bandwidth", row.pct_bandwidth},
-          {"vs_contiguous", row.vs_contiguous}};
+          {"vs_contiguous", row.vs_contiguous},
+          {"vs_bf16", row.vs_bf16},
+          {"read_gbps", row.read_gbps}};
 }
 
 void write_rows_json(const std::string& path, const std::vector<BenchRow>& rows) {
@@ -86,9 +112,10 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     impl_w = std::max(impl_w, row.impl.size());
   }
   const std::string header = fmt::format(
-      "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}  {:>9}",
+      "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}  {:>9}  "
+      "{:>7}",
       "spec", spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms", "max ms",
-      "GFLOP/s", "% peak", "vs naive", "% bw", "vs contig");
+      "GFLOP/s", "% peak", "vs naive", "% bw", "vs contig", "vs bf16");
   const std::string rule(header.size(), '-');
   fmt::print(stream, "{}\n", header);
   const BenchRow* previous = nullptr;
@@ -99,11 +126,12 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     fmt::print(
         stream,
         "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>8.2f}  {:>6.1f}  "
-        "{:>7.2f}x  {:>5}  {:>9}\n",
+        "{:>7.2f}x  {:>5}  {:>9}  {:>7}\n",
         row.spec, spec_w, row.shape, shape_w, row.impl, impl_w, row.threads, row.ms_median,
         row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive,
         row.pct_bandwidth > 0 ? fmt::format("{:.1f}", row.pct_bandwidth) : "-",
-        row.vs_contiguous > 0 ? fmt::format("{:.3f}x", row.vs_contiguous) : "-");
+        row.vs_contiguous > 0 ? fmt::format("{:.3f}x", row.vs_contiguous) : "-",
+        row.vs_bf16 > 0 ? fmt::format("{:.3f}x", row.vs_bf16) : "-");
     previous = &row;
   }
 }

@@ -31,6 +31,13 @@ struct BenchRow {
   // spec with a contiguous cache, as the median of the per-turn ratios (both
   // timed in the same turns); 0 where that spec was not run.
   double vs_contiguous = 0.0;
+  // 8-bit cache (kv8) rows: this time over the same implementation's on the
+  // spec with a bf16 cache (bf16 storage, no kv8), as vs_contiguous; 0 where
+  // that spec was not run.
+  double vs_bf16 = 0.0;
+  // The read bandwidth % bw is counted against: the median of the read probe
+  // timed in turns with the rows (GB/s); 0 for rows without a % bw.
+  double read_gbps = 0.0;
 };
 
 // Query rows up to which attention reads far more bytes than it computes FLOPs per byte.
@@ -56,6 +63,10 @@ double attention_bytes(const AttentionSpec& spec, int batch, int q_len, int kv_l
 // implementation and thread count on its spec with a contiguous cache, where
 // there is one. rows[n] was timed as timings[n], all in the same turns.
 void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& timings);
+
+// Sets vs_bf16 on each kv8 row likewise, from the rows of its spec with a
+// bf16 cache.
+void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings);
 
 // An object with exactly the BenchRow field names as keys, in field order.
 void to_json(nlohmann::ordered_json& json, const BenchRow& row);

@@ -8,8 +8,10 @@ namespace attnforge::bench {
 
 namespace {
 
-const std::vector<std::string> kGqaDecoding = {"causal.br.gqa32x8.d128.f32",
-                                               "causal.br.gqa32x8.d128.bf16"};
+// f32, bf16 and the 8-bit cache with f32 and bf16 queries, timed in the same turns.
+const std::vector<std::string> kGqaDecoding = {
+    "causal.br.gqa32x8.d128.f32", "causal.br.gqa32x8.d128.bf16", "causal.br.gqa32x8.d128.f32.kv8",
+    "causal.br.gqa32x8.d128.bf16.kv8"};
 
 }  // namespace
 
@@ -28,6 +30,8 @@ const std::vector<Shape>& default_shapes() {
       {1, 32, 1, 32768, 128, kGqaDecoding},
       {8, 32, 1, 8192, 128, kGqaDecoding},
       {8, 32, 1, 32768, 128, kGqaDecoding},
+      // speculative decoding: 8 draft tokens verified over the cache (next to Lq 1 above)
+      {1, 32, 8, 32768, 128, kGqaDecoding},
       // a paged cache of 16-position pages next to the same cache in one piece
       {1,
        32,
@@ -35,6 +39,12 @@ const std::vector<Shape>& default_shapes() {
        8192,
        128,
        {"causal.br.kpad.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.f32"}},
+      {1,
+       32,
+       1,
+       32768,
+       128,
+       {"causal.br.kpad.gqa32x8.d128.bf16.kv8", "causal.br.kpad.page16.gqa32x8.d128.bf16.kv8"}},
   };
   return shapes;
 }

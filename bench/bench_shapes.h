@@ -12,8 +12,9 @@ struct Shape {
 };
 
 // Self-attention at growing sizes, one cross-attention shape (Lq < Lk), bf16
-// prefill, GQA decoding over long KV caches in f32 and bf16, and decoding
-// from a paged cache next to a contiguous one.
+// prefill, GQA decoding over long KV caches in f32, bf16 and 8-bit (one query
+// row, and 8 as speculative decoding verifies), and decoding from a paged
+// cache next to a contiguous one.
 const std::vector<Shape>& default_shapes();
 // Tiny shapes for a smoke run, one of them cross-attention.
 const std::vector<Shape>& quick_shapes();

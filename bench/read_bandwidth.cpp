@@ -103,6 +103,20 @@ double measure_read_bandwidth(int threads, double bytes, int trials) {
   return best;
 }
 
+ReadProbe::ReadProbe(double bytes)
+    : floats_(static_cast<size_t>(bytes / sizeof(float))),
+      bytes_(static_cast<double>(floats_ * sizeof(float))),
+      data_(mapped_floats(floats_).release()) {}
+
+ReadProbe::~ReadProbe() {
+  delete[] data_;
+}
+
+void ReadProbe::run(int threads) const {
+  const size_t share = floats_ / threads;
+  one_pass(bytes_, threads, [&](int t) { return sum_of(data_ + t * share, share); });
+}
+
 PieceReadBandwidth measure_piece_read_bandwidth(int threads, int piece_bytes, double bytes,
                                                 int trials) {
   constexpr size_t kLineFloats = 16;  // whole lines: sum_of_pieces reads and prefetches by line

@@ -14,6 +14,7 @@
 #include "bench/torch_peer.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
+#include "spec/kv_quantization.h"
 
 namespace attnforge::bench {
 
@@ -45,6 +46,8 @@ struct Case {
   // The naive baseline runs on one thread whatever the count: timed once, reused.
   std::unique_ptr<Timing> naive_timing;
   std::vector<BenchRow> rows;
+  // The read probe's GB/s in the turns of this case's shape, per thread count.
+  std::map<int, double> read_gbps;
 };
 
 ScheduleBench::ScheduleBench(BenchOptions options) : options_(std::move(options)) {}
@@ -70,7 +73,10 @@ void ScheduleBench::print_peaks() const {
                peak.isa);
   }
   for (const auto& [t, gbps] : read_gbps_) {
-    fmt::print("Read bandwidth, {} thread{}: {:.1f} GB/s\n", t, t == 1 ? "" : "s", gbps);
+    fmt::print(
+        "Read bandwidth, {} thread{}: {:.1f} GB/s at the start; rows with a % bw are rated "
+        "against the read probe timed in turns with them (read_gbps in the JSON)\n",
+        t, t == 1 ? "" : "s", gbps);
   }
   for (const auto& [key, reads] : page_reads_) {
     const auto [threads, bytes] = key;
@@ -299,9 +305,21 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
   }
   std::vector<std::function<void()>> runs;
   for (const auto& [c, impl] : timed) runs.push_back(impl->run);
-  // The cases of one shape are all memory-bound or none is.
+  // The cases of one shape are all memory-bound or none is: the read probe
+  // they are rated against runs in the same turns.
+  const bool memory_bound = !timed.empty() && timed.front().first->bytes > 0;
+  if (memory_bound) {
+    if (!probe_) probe_ = std::make_unique<ReadProbe>((options_.quick ? 128.0 : 512.0) * (1 << 20));
+    runs.push_back([probe = probe_.get(), threads] { probe->run(threads); });
+  }
   const TimingOptions timing = timed.empty() ? options_.timing : timing_for(*timed.front().first);
   const std::vector<Timing> timings = time_interleaved(runs, kRounds, timing);
+  if (memory_bound) {
+    const double gbps = probe_->gbps(timings.back().median_ms);
+    fmt::print(stderr, "  read probe: {:.1f} GB/s (median of {} runs in these turns)\n", gbps,
+               timings.back().repeats);
+    for (size_t n = first; n < end; ++n) rate_against(*cases_[n], threads, gbps);
+  }
   std::vector<BenchRow> rows;
   for (size_t n = 0; n < timed.size(); ++n) {
     const auto& [c, impl] = timed[n];
@@ -311,6 +329,7 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
     rows.push_back(make_row(where, timings[n], *c, c->naive_timing->median_ms));
   }
   set_vs_contiguous(rows, timings);
+  set_vs_bf16(rows, timings);
   for (size_t n = 0; n < timed.size(); ++n) timed[n].first->rows.push_back(rows[n]);
   if (options_.torch_python.empty()) return;
   for (size_t n = first; n < end; ++n) {
@@ -327,7 +346,7 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
 void ScheduleBench::measure_page_reads(int threads) {
   for (const auto& c : cases_) {
     if (!c->spec.paged() || c->bytes <= 0) continue;
-    const int bytes = c->spec.page_size * c->spec.head_dim * halide_type_of(c->spec.dtype).bytes();
+    const int bytes = c->spec.page_size * c->spec.head_dim * cache_element_bytes(c->spec);
     if (page_reads_.count({threads, bytes})) continue;
     const PieceReadBandwidth reads = measure_piece_read_bandwidth(threads, bytes);
     page_reads_[{threads, bytes}] = reads;
@@ -362,14 +381,26 @@ void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
   }
 }
 
+// Rows of `c` at `threads` (its naive row, timed before the turns) and the
+// rows timed after are rated against `gbps`.
+void ScheduleBench::rate_against(Case& c, int threads, double gbps) {
+  c.read_gbps[threads] = gbps;
+  for (BenchRow& row : c.rows) {
+    if (row.threads != threads) continue;
+    row.read_gbps = gbps;
+    row.pct_bandwidth = 100.0 * c.bytes / (row.ms_median * 1e6) / gbps;
+  }
+}
+
 BenchRow ScheduleBench::make_row(BenchRow row, const Timing& timing, const Case& c,
                                  double naive_ms) const {
   row.ms_median = timing.median_ms;
   row.ms_min = timing.min_ms;
   row.ms_max = timing.max_ms;
   row.gflops = c.flops / (timing.median_ms * 1e-3) * 1e-9;
-  const auto read = read_gbps_.find(row.threads);
-  if (c.bytes > 0 && read != read_gbps_.end() && read->second > 0) {
+  const auto read = c.read_gbps.find(row.threads);
+  if (c.bytes > 0 && read != c.read_gbps.end() && read->second > 0) {
+    row.read_gbps = read->second;
     row.pct_bandwidth = 100.0 * c.bytes / (timing.median_ms * 1e6) / read->second;
   }
   row.pct_peak = 100.0 * row.gflops / peaks_.at(row.threads).gflops;

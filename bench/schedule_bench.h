@@ -74,6 +74,7 @@ class ScheduleBench {
   void measure_page_reads(int threads);
   void run_torch(Case& c, BenchRow where, double naive_ms);
   BenchRow make_row(BenchRow row, const Timing& timing, const Case& c, double naive_ms) const;
+  void rate_against(Case& c, int threads, double gbps);
   // The timing of a case's runs: memory-bound cases (those rated against the
   // read bandwidth) with the caches evicted before every run.
   TimingOptions timing_for(const Case& c);
@@ -93,6 +94,7 @@ class ScheduleBench {
   std::vector<Skipped> skipped_;
   std::set<std::pair<std::string, std::string>> misfits_;  // (spec, preset) listed as not fitting
   std::unique_ptr<CacheEviction> eviction_;                // made for the first memory-bound case
+  std::unique_ptr<ReadProbe> probe_;                       // made for the first memory-bound case
 };
 
 }  // namespace attnforge::bench

@@ -224,7 +224,7 @@ void write_package(const std::vector<PlannedKernel>& plan, const std::vector<Emi
   copy_into_package(toolchain.runtime_include / "attnforge/kernel_table.h",
                     out / "include/attnforge/kernel_table.h");
   for (const char* header :
-       {"attention.h", "halide_view.h", "mha_layer.h", "status.h", "tensor.h"}) {
+       {"attention.h", "halide_view.h", "kv_cache.h", "mha_layer.h", "status.h", "tensor.h"}) {
     copy_into_package(toolchain.runtime_include / "attnforge" / header,
                       out / "include/attnforge" / header);
   }

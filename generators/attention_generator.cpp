@@ -9,6 +9,7 @@
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/materialized_form.h"
+#include "algorithm/quantized_cache.h"
 #include "algorithm/row_prefetch.h"
 #include "schedules/apply_cuda.h"
 #include "schedules/apply_mma.h"
@@ -50,6 +51,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   void declare(const KernelArgumentSlot& slot) {
     const Halide::Type storage =
         storage_as_bits() ? Halide::UInt(16) : storage_type_of(spec_.dtype);
+    const Halide::Type cache = spec_.quantized_kv() ? Halide::Int(8) : storage;
     const char* name = slot.name;
     const int dims = slot.dimensions;
     switch (slot.argument) {
@@ -57,10 +59,16 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
         q_ = add_input<Buffer<>>(name, storage, dims);
         break;
       case KernelArgument::k:
-        k_ = add_input<Buffer<>>(name, storage, dims);
+        k_ = add_input<Buffer<>>(name, cache, dims);
         break;
       case KernelArgument::v:
-        v_ = add_input<Buffer<>>(name, storage, dims);
+        v_ = add_input<Buffer<>>(name, cache, dims);
+        break;
+      case KernelArgument::k_scale:
+        k_scale_ = add_input<Buffer<float>>(name, dims);
+        break;
+      case KernelArgument::v_scale:
+        v_scale_ = add_input<Buffer<float>>(name, dims);
         break;
       case KernelArgument::key_lengths:
         key_lengths_ = add_input<Buffer<int32_t>>(name, dims);
@@ -90,8 +98,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     constrain_shapes();
     AttentionInputs in;
     in.q = *q_;
-    in.k = *k_;
-    in.v = *v_;
+    in.k = stored_rows(*k_, k_scale_, "k_dequantized");
+    in.v = stored_rows(*v_, v_scale_, "v_dequantized");
     in.q_len = q_->dim(1).extent();
     in.kv_len = k_->dim(1).extent();
     if (spec_.paged()) {
@@ -161,6 +169,14 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     return spec_.dtype == DType::bf16 && get_target().has_feature(Halide::Target::CUDA);
   }
 
+  // The K or V rows as stored, (d, position, kv head, batch or page): an
+  // 8-bit cache's dequantized.
+  Halide::Func stored_rows(const Halide::Func& values, GeneratorInput<Buffer<float>>* scales,
+                           const std::string& name) const {
+    if (!spec_.quantized_kv()) return values;
+    return dequantized_rows(values, *scales, name);
+  }
+
   // A bf16 tensor's bits as f32: the bits are the f32's upper half.
   static Halide::Func bf16_from_bits(const Halide::Func& bits) {
     Halide::Var j("j"), i("i"), h("h"), b("b");
@@ -228,11 +244,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
          {std::tuple{&in.k, &in.k_by_page, &in.k_row, &in.k_row_buffer, k_, std::string("k_pages")},
           std::tuple{&in.v, &in.v_by_page, &in.v_row, &in.v_row_buffer, v_,
                      std::string("v_pages")}}) {
+      const Halide::Func stored = *paged;
       Halide::Func cache(name), cache_by_page(name + "_by_page"), row_offset(name + "_row");
       auto page_of = [&](const Expr& e) {
         return Halide::clamp((*page_table_)(Halide::clamp(e, 0, entries - 1), b), 0, pages - 1);
       };
-      cache_by_page(d, position, entry, h, b) = (*input)(d, position, h, page_of(entry));
+      cache_by_page(d, position, entry, h, b) = stored(d, position, h, page_of(entry));
       cache(d, j, h, b) = cache_by_page(d, j % page, j / page, h, b);
       row_offset(j, h, b) = element_offset(*input, {0, j % page, h, page_of(j / page)});
       *paged = cache;
@@ -276,6 +293,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       constrain(k_, {d, Expr(), spec_.kv_heads, batch});
       constrain(v_, {d, kv_len, spec_.kv_heads, batch});
     }
+    // A scale per stored row: (position, kv head, batch or page) as k's.
+    for (auto* scales : {k_scale_, v_scale_}) {
+      if (scales) constrain(scales, {k_->dim(1).extent(), spec_.kv_heads, k_->dim(3).extent()});
+    }
     constrain(out_, {d, q_len, spec_.heads, batch});
     if (key_lengths_) constrain(key_lengths_, {batch});
     if (bias_) constrain(bias_, {kv_len, q_len, spec_.heads, batch});
@@ -298,6 +319,13 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       v_->set_estimates({{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}});
     }
     out_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
+    for (auto* scales : {k_scale_, v_scale_}) {
+      if (scales) {
+        const int rows = spec_.paged() ? spec_.page_size : Lk;
+        const int extent = spec_.paged() ? B * ((Lk + rows - 1) / rows) : B;
+        scales->set_estimates({{0, rows}, {0, spec_.kv_heads}, {0, extent}});
+      }
+    }
     if (key_lengths_) key_lengths_->set_estimates({{0, B}});
     if (bias_) bias_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
@@ -310,6 +338,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<>>* q_ = nullptr;
   GeneratorInput<Buffer<>>* k_ = nullptr;
   GeneratorInput<Buffer<>>* v_ = nullptr;
+  GeneratorInput<Buffer<float>>* k_scale_ = nullptr;
+  GeneratorInput<Buffer<float>>* v_scale_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* page_table_ = nullptr;
   GeneratorInput<Buffer<>>* bias_ = nullptr;

@@ -5,6 +5,7 @@
 // returns its Status as (code, message); the attnforge package turns that
 // into an exception.
 #include <attnforge/attention.h>
+#include <attnforge/kv_cache.h>
 #include <attnforge/mha_layer.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -37,10 +38,11 @@ ElementType element_type(const Array& a, const char* name) {
   if (t.lanes == 1 && t.code == uint8_t(Code::Float) && t.bits == 16) return ElementType::f16;
   if (t.lanes == 1 && t.code == uint8_t(Code::Bfloat) && t.bits == 16) return ElementType::bf16;
   if (t.lanes == 1 && t.code == uint8_t(Code::Int) && t.bits == 32) return ElementType::i32;
+  if (t.lanes == 1 && t.code == uint8_t(Code::Int) && t.bits == 8) return ElementType::i8;
   throw nb::value_error((std::string(name) + ": element type code " + std::to_string(t.code) +
                          ", " + std::to_string(t.bits) +
                          " bits; expected float32, float16 or bfloat16 (int32 for lengths and "
-                         "page tables)")
+                         "page tables, int8 for an 8-bit KV cache)")
                             .c_str());
 }
 
@@ -108,11 +110,14 @@ Result result(const Status& status) {
 
 Result attention(const Array& q, const Array& k, const Array& v, const Array& out,
                  const MaskArguments& m, const Optional& page_table, const Optional& cu_seqlens_q,
-                 const Optional& cu_seqlens_k, const Optional& weights) {
+                 const Optional& cu_seqlens_k, const Optional& weights, const Optional& k_scale,
+                 const Optional& v_scale) {
   MaskViews views;
-  TensorView page_view, cu_q_view, cu_k_view, weights_view;
+  TensorView page_view, cu_q_view, cu_k_view, weights_view, k_scale_view, v_scale_view;
   attnforge::AttentionOptions o = options_of(m, views);
   o.page_table = view(page_table, "page_table", page_view);
+  o.k_scale = view(k_scale, "k_scale", k_scale_view);
+  o.v_scale = view(v_scale, "v_scale", v_scale_view);
   o.cu_seqlens_q = view(cu_seqlens_q, "cu_seqlens_q", cu_q_view);
   o.cu_seqlens_k = view(cu_seqlens_k, "cu_seqlens_k", cu_k_view);
   o.weights = const_cast<TensorView*>(view(weights, "weights", weights_view));
@@ -121,6 +126,20 @@ Result attention(const Array& q, const Array& k, const Array& v, const Array& ou
   {
     nb::gil_scoped_release release;
     status = attnforge::attention(tq, tk, tv, tout, o);
+  }
+  return result(status);
+}
+
+Result write_quantized_rows(const Array& rows, const Array& positions, const Array& cache,
+                            const Array& scales, const Optional& page_table) {
+  TensorView page_view;
+  const TensorView* table = view(page_table, "page_table", page_view);
+  const TensorView trows = view(rows, "rows"), tpositions = view(positions, "positions");
+  const TensorView tcache = view(cache, "cache"), tscales = view(scales, "scales");
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = attnforge::write_quantized_rows(trows, tpositions, tcache, tscales, table);
   }
   return result(status);
 }
@@ -168,7 +187,10 @@ NB_MODULE(_attnforge, m) {
            nb::arg("scale").none());
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
         nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("cu_seqlens_q").none(),
-        nb::arg("cu_seqlens_k").none(), nb::arg("weights").none());
+        nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("k_scale").none(),
+        nb::arg("v_scale").none());
+  m.def("write_quantized_rows", &write_quantized_rows, nb::arg("rows"), nb::arg("positions"),
+        nb::arg("cache"), nb::arg("scales"), nb::arg("page_table").none());
   m.def("mha_layer", &mha_layer, nb::arg("x"), nb::arg("x_kv").none(), nb::arg("parameters"),
         nb::arg("out"), nb::arg("heads"), nb::arg("kv_heads"), nb::arg("mask_arguments"),
         nb::arg("weights").none(), nb::arg("average_weights"));

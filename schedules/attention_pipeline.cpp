@@ -4,6 +4,7 @@
 
 #include "algorithm/attention_terms.h"
 #include "cuda_limits.h"
+#include "spec/kv_quantization.h"
 
 namespace attnforge::schedules {
 
@@ -39,7 +40,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   if (schedule.prefetch_blocks > 0 && schedule.dot_axis == DotAxis::head_dim &&
       !schedule.bf16_dots && !is_gpu_schedule(schedule)) {
     constexpr int kKeyPrefetchBytes = 8 * 1024;
-    const int row_bytes = spec.head_dim * storage_type_of(spec.dtype).bytes();
+    const int row_bytes = spec.head_dim * cache_element_bytes(spec);
     shape.prefetch_keys_ahead = std::max(1, kKeyPrefetchBytes / row_bytes);
     shape.prefetch_values_ahead = prefetch_distance(schedule);
   }
@@ -47,8 +48,8 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   // vector of the head dim at a time (the online form's dots along the head
   // dim): decoding B1 H32 Hkv8 D128 bf16 on Zen 3, caches evicted, timed in
   // one process against widening loads: 0.95x-0.98x the time.
-  if (schedule.form == Form::online && spec.dtype == DType::bf16 && !schedule.bf16_dots &&
-      schedule.dot_axis == DotAxis::head_dim && !is_gpu_schedule(schedule) &&
+  if (schedule.form == Form::online && spec.dtype == DType::bf16 && !spec.quantized_kv() &&
+      !schedule.bf16_dots && schedule.dot_axis == DotAxis::head_dim && !is_gpu_schedule(schedule) &&
       spec.head_dim % (2 * schedule.vector_width) == 0) {
     shape.interleaved_lanes = schedule.vector_width;
   }

@@ -69,7 +69,9 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     restrict_knob("vector_width", widths);
     // One head per KV group: grouping rows changes nothing.
     if (spec.group_size() == 1) restrict_knob("group_heads", {0});
-    if (spec.dtype != DType::bf16 || !has_bf16_dots(target)) restrict_knob("bf16_dots", {0});
+    if (spec.dtype != DType::bf16 || spec.quantized_kv() || !has_bf16_dots(target)) {
+      restrict_knob("bf16_dots", {0});
+    }
   }
 }
 

@@ -180,10 +180,12 @@ def main():
               "the useful work of Q.K^T and P.V (masked pairs excluded); percent of peak is of "
               "an FMA loop measured in the same run at the same thread count. Where a table has "
               "% bw (decoding: at most 16 query rows, memory-bound), it is the bytes attention "
-              "must read and write over the median time, as a percent of the read bandwidth "
-              "measured in the same run. Where it has vs contiguous (a paged KV cache), it is "
+              "must read and write (an 8-bit cache's scales included) over the median time, as "
+              "a percent of the read bandwidth of a probe timed in turns with the rows (the "
+              "median of its runs). Where it has vs contiguous (a paged KV cache), it is "
               "the time over the same implementation's with a contiguous cache, the median of "
-              "their ratios in the turns they were timed in together.", ""]
+              "their ratios in the turns they were timed in together; vs bf16 (an 8-bit KV "
+              "cache) likewise against the same spec with a bf16 cache.", ""]
     for (spec, shape, threads), group in by.items():
         lines += [f"## {case(spec, shape, threads)}", ""]
         mine = ours(group)
@@ -192,17 +194,21 @@ def main():
                          + verdict(reference, mine, target))
         bandwidth = any(r.get("pct_bandwidth", 0) > 0 for r in group)
         paged = any(r.get("vs_contiguous", 0) > 0 for r in group)
+        quantized = any(r.get("vs_bf16", 0) > 0 for r in group)
         lines += ["", "| implementation | median ms | min–max ms | GFLOP/s | % peak | vs naive |"
-                  + (" % bw |" if bandwidth else "") + (" vs contiguous |" if paged else ""),
+                  + (" % bw |" if bandwidth else "") + (" vs contiguous |" if paged else "")
+                  + (" vs bf16 |" if quantized else ""),
                   "|---|---:|---:|---:|---:|---:|" + ("---:|" if bandwidth else "")
-                  + ("---:|" if paged else "")]
+                  + ("---:|" if paged else "") + ("---:|" if quantized else "")]
         for r in sorted(group, key=lambda r: r["ms_median"]):
             lines.append(f"| {r['impl']} | {r['ms_median']:.3f} | {r['ms_min']:.3f}–"
                          f"{r['ms_max']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | "
                          f"{r['speedup_vs_naive']:.1f}x |"
                          + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else "")
                          + ((f" {r['vs_contiguous']:.2f}x |" if r.get("vs_contiguous", 0) > 0
-                             else " – |") if paged else ""))
+                             else " – |") if paged else "")
+                         + ((f" {r['vs_bf16']:.2f}x |" if r.get("vs_bf16", 0) > 0
+                             else " – |") if quantized else ""))
         lines.append("")
     lines += ["## Charts", "", "![Speedup over the naive baseline](speedup.png)", "",
               "![Percent of the measured FMA peak](peak.png)", ""]

@@ -13,7 +13,8 @@ namespace attnforge {
 const char* const kSpecGrammar =
     "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi'].heads.d<D>.dtype['.weights'] where "
     "mask = full | causal | window<L>_<R>, heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
-    "dtype = f32 | f16 | bf16 (e.g. causal.gqa32x8.d128.f16)";
+    "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row "
+    "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
 
 namespace {
 
@@ -144,6 +145,10 @@ std::string_view to_string(DType dtype) {
   return traits_of(dtype).name;
 }
 
+std::string_view to_string(KvStorage storage) {
+  return storage == KvStorage::int8 ? "kv8" : "dtype";
+}
+
 float default_scale(int head_dim) {
   return 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -203,6 +208,7 @@ std::string AttentionSpec::to_string() const {
   if (bias == BiasKind::tensor) text += ".bias";
   if (bias == BiasKind::alibi) text += ".alibi";
   text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
+  if (quantized_kv()) text += fmt::format(".{}", attnforge::to_string(kv_storage));
   if (return_weights) text += ".weights";
   return text;
 }
@@ -246,6 +252,7 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   }
   spec.head_dim = require_int(dim.substr(1), "head_dim", dim);
   spec.dtype = parse_dtype(take("dtype"));
+  if (take_if("kv8")) spec.kv_storage = KvStorage::int8;
   spec.return_weights = take_if("weights");
   if (next != tokens.size()) {
     throw SpecError("spec", fmt::format("unexpected token '{}' in '{}'; grammar: {}", tokens[next],
@@ -263,7 +270,8 @@ bool AttentionSpec::operator==(const AttentionSpec& o) const {
   return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
          window_right == o.window_right && key_padding == o.key_padding &&
          page_size == o.page_size && bias == o.bias && heads == o.heads && kv_heads == o.kv_heads &&
-         head_dim == o.head_dim && dtype == o.dtype && return_weights == o.return_weights;
+         head_dim == o.head_dim && dtype == o.dtype && kv_storage == o.kv_storage &&
+         return_weights == o.return_weights;
 }
 
 }  // namespace attnforge

@@ -24,6 +24,10 @@ enum class BiasKind { none, tensor, alibi };
 // Storage type of q, k, v, bias, out and weights; arithmetic is always f32.
 enum class DType { f32, f16, bf16 };
 
+// How the KV cache stores K and V: in the spec's dtype, or as int8 with an f32
+// scale per (position, KV head), value = int8 * scale (kv_quantization.h).
+enum class KvStorage { dtype, int8 };
+
 // Thrown for a spec that cannot be built; field() names the offending field.
 class SpecError : public FieldError {
  public:
@@ -50,6 +54,7 @@ struct AttentionSpec {
   int kv_heads = 1;
   int head_dim = 64;
   DType dtype = DType::f32;
+  KvStorage kv_storage = KvStorage::dtype;
   // Also write the normalized attention weights [B, H, Lq, Lk].
   bool return_weights = false;
 
@@ -58,6 +63,7 @@ struct AttentionSpec {
 
   int group_size() const { return heads / kv_heads; }
   bool paged() const { return page_size > 0; }
+  bool quantized_kv() const { return kv_storage != KvStorage::dtype; }
   // Whether query and key positions enter the scores (a causal or window
   // mask, or ALiBi): only then can alignment be bottom_right.
   bool positional() const { return mask != PositionMask::none || bias == BiasKind::alibi; }
@@ -76,6 +82,7 @@ std::string_view to_string(PositionMask mask);
 std::string_view to_string(Alignment alignment);
 std::string_view to_string(BiasKind bias);
 std::string_view to_string(DType dtype);
+std::string_view to_string(KvStorage storage);
 
 // The scale used when the caller gives none: 1 / sqrt(head_dim).
 float default_scale(int head_dim);

@@ -20,6 +20,21 @@ halide_type_t kernel_halide_type(DType dtype, bool cuda) {
   return halide_type_of(dtype);
 }
 
+halide_type_t argument_halide_type(const AttentionSpec& spec, ArgumentElement element, bool cuda) {
+  switch (element) {
+    case ArgumentElement::storage:
+      return kernel_halide_type(spec.dtype, cuda);
+    case ArgumentElement::cache:
+      if (spec.kv_storage == KvStorage::int8) return halide_type_t(halide_type_int, 8);
+      return kernel_halide_type(spec.dtype, cuda);
+    case ArgumentElement::int32:
+      return halide_type_t(halide_type_int, 32);
+    case ArgumentElement::float32:
+      return halide_type_t(halide_type_float, 32);
+  }
+  return halide_type_of(spec.dtype);
+}
+
 KernelStorageTypes::KernelStorageTypes(KernelArguments& args, bool cuda) {
   if (!cuda) return;
   for (halide_buffer_t* buffer : {args.q, args.k, args.v, args.bias, args.out, args.weights}) {
@@ -35,20 +50,24 @@ KernelStorageTypes::~KernelStorageTypes() {
 }
 
 void mark_host_inputs_dirty(KernelArguments& args) {
-  for (halide_buffer_t* input :
-       {args.q, args.k, args.v, args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {
+  for (halide_buffer_t* input : {args.q, args.k, args.v, args.k_scale, args.v_scale,
+                                 args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {
     if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
   }
 }
 
-const std::array<KernelArgumentSlot, 10>& kernel_argument_table() {
+const std::array<KernelArgumentSlot, 12>& kernel_argument_table() {
   using A = KernelArgument;
   using E = ArgumentElement;
   using Args = KernelArguments;
-  static const std::array<KernelArgumentSlot, 10> table = {{
+  static const std::array<KernelArgumentSlot, 12> table = {{
       {A::q, "q", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::q},
-      {A::k, "k", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::k},
-      {A::v, "v", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::v},
+      {A::k, "k", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::k},
+      {A::v, "v", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::v},
+      {A::k_scale, "k_scale", E::float32, 3, false,
+       [](const AttentionSpec& s) { return s.quantized_kv(); }, &Args::k_scale},
+      {A::v_scale, "v_scale", E::float32, 3, false,
+       [](const AttentionSpec& s) { return s.quantized_kv(); }, &Args::v_scale},
       {A::key_lengths, "key_lengths", E::int32, 1, false,
        [](const AttentionSpec& s) { return s.key_padding; }, &Args::key_lengths},
       {A::page_table, "page_table", E::int32, 2, false,

@@ -18,6 +18,10 @@ struct KernelArguments {
   halide_buffer_t* q = nullptr;  // every tensor is (d, position, head, batch) innermost first
   halide_buffer_t* k = nullptr;
   halide_buffer_t* v = nullptr;
+  // An int8 cache (kv8) only: f32 (position, kv head, batch), or (position in
+  // page, kv head, page) paged; key j's K row is k(:, j) * k_scale(j).
+  halide_buffer_t* k_scale = nullptr;
+  halide_buffer_t* v_scale = nullptr;
   halide_buffer_t* key_lengths = nullptr;  // key padding only: int32 [B]
   // Paged cache only: int32 (max_pages, B); k and v are then (d, position in
   // page, kv head, page).
@@ -29,7 +33,8 @@ struct KernelArguments {
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
 
-enum class ArgumentElement { storage, int32, float32 };  // storage: the spec's dtype
+// storage: the spec's dtype; cache: the KV cache's (the dtype, or int8 with kv8).
+enum class ArgumentElement { storage, cache, int32, float32 };
 
 // One argument of a kernel, a row of its argument table. The table lists
 // them in the order the kernel takes them: its Generator declares its inputs
@@ -54,11 +59,11 @@ void for_each_needed(const std::array<Slot, N>& table, const Spec& spec, Visit&&
 }
 
 // clang-format off
-enum class KernelArgument { q, k, v, key_lengths, page_table, bias, alibi_slopes, scale, out, weights };
+enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, bias, alibi_slopes, scale, out, weights };
 // clang-format on
 using KernelArgumentSlot = ArgumentSlot<KernelArgument, AttentionSpec, KernelArguments>;
 
-const std::array<KernelArgumentSlot, 10>& kernel_argument_table();
+const std::array<KernelArgumentSlot, 12>& kernel_argument_table();
 
 template <typename Visit>
 void for_each_kernel_argument(const AttentionSpec& spec, Visit&& visit) {
@@ -96,6 +101,8 @@ halide_type_t halide_type_of(DType dtype);
 // The type a kernel takes a `dtype` tensor as: a CUDA kernel takes bf16 as
 // its 16 bits (uint16), since Halide's CUDA back end has no bf16.
 halide_type_t kernel_halide_type(DType dtype, bool cuda);
+// The type of a `spec` kernel's `element` argument (cuda: as a CUDA kernel takes it).
+halide_type_t argument_halide_type(const AttentionSpec& spec, ArgumentElement element, bool cuda);
 
 // While alive, the bf16 buffers of `args` have the type a CUDA kernel takes
 // them as (uint16), where `cuda`; their types are restored after.

@@ -15,7 +15,8 @@ import math
 
 from . import _attnforge as _native
 
-__all__ = ["attention", "mha_layer", "available_kernels", "set_num_threads", "AttnforgeError",
+__all__ = ["attention", "mha_layer", "write_quantized_rows", "available_kernels",
+           "set_num_threads", "AttnforgeError",
            "NoKernelError", "NoDeviceError", "KernelError"]
 
 
@@ -78,7 +79,7 @@ def _extent(array, dim):
 
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
-              scale=None, weights=False, out=None):
+              scale=None, weights=False, out=None, k_scale=None, v_scale=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
@@ -90,6 +91,9 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     alignment: "top_left" or "bottom_right" (query i at key i + Lk - Lq);
     key_lengths: int32 [B], the keys each batch keeps; bias: [B or 1, H or 1,
     Lq, Lk]; alibi_slopes: float32 [H]; scale: None for 1/sqrt(D).
+    An 8-bit KV cache: k and v int8 with k_scale and v_scale, float32 [B,
+    H_kv, Lk] (or [num_pages, H_kv, page_size]), one scale per row, as
+    write_quantized_rows() fills them.
     Returns out ([B, H, Lq, D], written in place when given), and with
     weights=True also the attention weights [B, H, Lq, Lk].
     """
@@ -101,8 +105,19 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
         weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
     arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
-                             weights_out))
+                             weights_out, k_scale, v_scale))
     return (out, weights_out) if weights else out
+
+
+def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):
+    """Quantizes rows [B, H_kv, n, D] (float32, float16 or bfloat16) into an
+    8-bit cache at positions[b] .. positions[b] + n - 1 of each sequence
+    (positions: int32 [B]): cache int8 [B, H_kv, Lk, D] and scales float32
+    [B, H_kv, Lk], or [num_pages, H_kv, page_size, D] and [num_pages, H_kv,
+    page_size] with page_table (int32 [B, max_pages]). Call once for K and
+    once for V. Raises ValueError naming a bad argument; then nothing is written.
+    """
+    _check(_native.write_quantized_rows(rows, positions, cache, scales, page_table))
 
 
 def mha_layer(x, *, heads, w_o, w_qkv=None, b_qkv=None, b_o=None, x_kv=None, w_q=None, w_k=None,

@@ -86,7 +86,8 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
   const KernelPackage& package = attnforge_kernel_package;
   const int64_t heads = q.shape[1];
   const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
-  runtime::HalideTensor tq, tk, tv, tout, tlengths, tpages, tbias, tslopes, tweights;
+  runtime::HalideTensor tq, tk, tv, tout, tk_scale, tv_scale, tlengths, tpages, tbias, tslopes,
+      tweights;
   KernelArguments args;
   int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
               tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
@@ -100,6 +101,8 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
     error |= tensor.wrap(*view, extents, package);
     return tensor.get();
   };
+  args.k_scale = wrap_optional(options.k_scale, tk_scale, nullptr);
+  args.v_scale = wrap_optional(options.v_scale, tv_scale, nullptr);
   args.key_lengths = wrap_optional(options.key_lengths, tlengths, nullptr);
   args.page_table = wrap_optional(options.page_table, tpages, nullptr);
   args.bias = wrap_optional(options.bias, tbias, bias_extents);

@@ -43,6 +43,40 @@ Status check_page_table(const AttentionOptions& o, const ValidatedCall& call, in
   return Status::success();
 }
 
+// An 8-bit cache's scales (see AttentionOptions::k_scale): both or neither,
+// given exactly when k and v are i8, f32, one per row of k, in CPU memory.
+Status check_kv_scales(const AttentionOptions& o, const TensorView& k, bool paged) {
+  const bool int8 = k.type == ElementType::i8;
+  if (!o.k_scale != !o.v_scale) {
+    return invalid(fmt::format("{}: null, but {} is given; an 8-bit cache needs both",
+                               o.k_scale ? "v_scale" : "k_scale",
+                               o.k_scale ? "k_scale" : "v_scale"));
+  }
+  if (int8 && !o.k_scale) {
+    return invalid("k_scale, v_scale: k is i8 (an 8-bit cache); give each row's f32 scale");
+  }
+  if (!int8 && o.k_scale) {
+    return invalid(fmt::format("k_scale: given, but k is {}; an 8-bit cache's k and v are i8",
+                               to_string(k.type)));
+  }
+  if (!int8) return Status::success();
+  if (o.cu_seqlens_q || o.cu_seqlens_k) {
+    return invalid("k_scale: an 8-bit cache is not taken with cu_seqlens (a packed batch)");
+  }
+  const char* expected =
+      paged ? "[num_pages, H_kv, page_size] (k's first three)" : "[B, H_kv, Lk] (k's first three)";
+  for (const auto& [scales, name] : {std::pair{o.k_scale, "k_scale"}, {o.v_scale, "v_scale"}}) {
+    ATTNFORGE_CHECK(check_layout(*scales, name, 3, expected));
+    ATTNFORGE_CHECK(check_type(*scales, name, ElementType::f32));
+    if (scales->device != Device::cpu || k.device != Device::cpu) {
+      return invalid(fmt::format("{}: 8-bit caches have CPU kernels only; k is on {}, {} on {}",
+                                 name, to_string(k.device), name, to_string(scales->device)));
+    }
+    ATTNFORGE_CHECK(check_extents(*scales, name, {k.shape[0], k.shape[1], k.shape[2]}, expected));
+  }
+  return Status::success();
+}
+
 // See ValidatedCall::row_alignment. Strides are [B, H, L, D], outermost first.
 int row_alignment(std::initializer_list<const TensorView*> tensors) {
   constexpr uint64_t kMost = 256;
@@ -208,8 +242,9 @@ void apply_options(const AttentionOptions& options, AttentionSpec& spec) {
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, ValidatedCall* call) {
   ATTNFORGE_CHECK(check_layout(q, "q", 4, "[B, H, Lq, D]"));
-  if (q.type == ElementType::i32) {
-    return invalid("q: expected element type f32, f16 or bf16, got i32");
+  if (!runtime::is_storage_type(q.type)) {
+    return invalid(
+        fmt::format("q: expected element type f32, f16 or bf16, got {}", to_string(q.type)));
   }
   const TensorView* table = options.page_table;
   const char* kv_shape = table ? "[num_pages, H_kv, page_size, D]" : "[B, H_kv, Lk, D]";
@@ -240,8 +275,10 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
     ATTNFORGE_CHECK(check_shape(v, "v", {b, h_kv, lk, d}, "[B, H_kv, Lk, D] (as k)"));
   }
   ATTNFORGE_CHECK(check_shape(out, "out", {b, h, lq, d}, "[B, H, Lq, D] (as q)"));
+  const bool int8_cache = k.type == ElementType::i8;
+  const ElementType cache_type = int8_cache ? ElementType::i8 : q.type;
   for (const auto& [tensor, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}}) {
-    ATTNFORGE_CHECK(check_type(*tensor, name, q.type));
+    ATTNFORGE_CHECK(check_type(*tensor, name, tensor == &out ? q.type : cache_type));
     ATTNFORGE_CHECK(check_device(*tensor, name, q.device));
   }
   if (h < 1 || d < 1)
@@ -261,10 +298,13 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   const bool packed = options.cu_seqlens_q || options.cu_seqlens_k;
   if (packed) ATTNFORGE_CHECK(check_packed(options, b, lq, lk));
   if (table) ATTNFORGE_CHECK(check_page_table(options, *call, k.shape[0], k.shape[2]));
+  ATTNFORGE_CHECK(check_kv_scales(options, k, table != nullptr));
   const AttentionOptions& o = options;
   const NamedView inputs[] = {{&q, "q"},
                               {&k, "k"},
                               {&v, "v"},
+                              {o.k_scale, "k_scale"},
+                              {o.v_scale, "v_scale"},
                               {o.key_lengths, "key_lengths"},
                               {o.page_table, "page_table"},
                               {o.bias, "bias"},
@@ -278,6 +318,7 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   spec.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));
   spec.head_dim = static_cast<int>(std::min<int64_t>(d, 1 << 20));
   spec.dtype = storage_type(q.type);
+  spec.kv_storage = int8_cache ? KvStorage::int8 : KvStorage::dtype;
   try {
     spec.validate();
   } catch (const SpecError& error) {

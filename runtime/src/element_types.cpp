@@ -8,7 +8,7 @@ namespace attnforge {
 namespace runtime {
 
 bool is_storage_type(ElementType type) {
-  return type != ElementType::i32;
+  return type != ElementType::i32 && type != ElementType::i8;
 }
 
 DType storage_type(ElementType type) {
@@ -18,6 +18,7 @@ DType storage_type(ElementType type) {
 }
 
 halide_type_t halide_type_of(ElementType type) {
+  if (type == ElementType::i8) return halide_type_t(halide_type_int, 8);
   if (!is_storage_type(type)) return halide_type_t(halide_type_int, 32);
   return traits_of(storage_type(type)).halide_type;
 }
@@ -30,11 +31,13 @@ halide_type_t kernel_halide_type(ElementType type, Device device) {
 }  // namespace runtime
 
 int element_bytes(ElementType type) {
+  if (type == ElementType::i8) return 1;
   return runtime::is_storage_type(type) ? traits_of(runtime::storage_type(type)).bytes : 4;
 }
 
 const char* to_string(ElementType type) {
   // The table's names are string literals.
+  if (type == ElementType::i8) return "i8";
   return runtime::is_storage_type(type) ? traits_of(runtime::storage_type(type)).name.data()
                                         : "i32";
 }

@@ -1,6 +1,6 @@
 // The runtime's element types and the spec's storage types: f32, f16 and
 // bf16 are DTypes, described once in spec/dtype_traits.h; i32 (key lengths,
-// page tables) is the runtime's own.
+// page tables) and i8 (an 8-bit KV cache) are the runtime's own.
 #pragma once
 
 #include <HalideRuntime.h>

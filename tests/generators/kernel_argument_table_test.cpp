@@ -19,10 +19,12 @@ namespace {
 using Halide::Internal::ArgInfoDirection;
 
 template <typename Slot>
-Halide::Type element_type(const Slot& slot, DType dtype) {
+Halide::Type element_type(const Slot& slot, DType dtype, bool int8_cache) {
   switch (slot.element) {
     case ArgumentElement::storage:
       return Halide::Type(traits_of(dtype).halide_type);
+    case ArgumentElement::cache:
+      return int8_cache ? Halide::Int(8) : Halide::Type(traits_of(dtype).halide_type);
     case ArgumentElement::int32:
       return Halide::Int(32);
     case ArgumentElement::float32:
@@ -33,7 +35,7 @@ Halide::Type element_type(const Slot& slot, DType dtype) {
 
 template <typename Slot>
 void expect_declared(const std::string& generator_name, const std::string& text,
-                     const std::vector<Slot>& expected, DType dtype) {
+                     const std::vector<Slot>& expected, DType dtype, bool int8_cache = false) {
   auto generator = Halide::Internal::GeneratorRegistry::create(
       generator_name, Halide::GeneratorContext(Halide::get_host_target()));
   generator->set_generatorparam_value("spec", text);
@@ -47,7 +49,7 @@ void expect_declared(const std::string& generator_name, const std::string& text,
         << text << " " << slot.name;
     EXPECT_EQ(arg.dimensions, slot.dimensions) << text << " " << slot.name;
     ASSERT_EQ(arg.types.size(), 1u) << text << " " << slot.name;
-    EXPECT_EQ(arg.types[0], element_type(slot, dtype)) << text << " " << slot.name;
+    EXPECT_EQ(arg.types[0], element_type(slot, dtype, int8_cache)) << text << " " << slot.name;
   }
 }
 
@@ -55,7 +57,7 @@ void expect_attention_takes_the_table(const std::string& text) {
   const AttentionSpec spec = AttentionSpec::parse(text);
   std::vector<KernelArgumentSlot> expected;
   for_each_kernel_argument(spec, [&](const KernelArgumentSlot& slot) { expected.push_back(slot); });
-  expect_declared("attention", text, expected, spec.dtype);
+  expect_declared("attention", text, expected, spec.dtype, spec.quantized_kv());
 }
 
 void expect_layer_takes_the_table(const std::string& text) {
@@ -70,6 +72,8 @@ TEST(KernelArgumentTable, TheGeneratorDeclaresTheTableInOrder) {
   expect_attention_takes_the_table("causal.br.kpad.alibi.gqa4x2.d32.bf16");
   expect_attention_takes_the_table("full.kpad.bias.mha2.d16.f16.weights");
   expect_attention_takes_the_table("causal.br.kpad.page16.gqa4x2.d32.f32");
+  expect_attention_takes_the_table("causal.br.kpad.alibi.gqa4x2.d32.bf16.kv8");
+  expect_attention_takes_the_table("causal.br.kpad.page16.gqa4x2.d32.f32.kv8");
 }
 
 TEST(KernelArgumentTable, TheLayerGeneratorDeclaresItsTableInOrder) {

@@ -143,6 +143,37 @@ class Attention(unittest.TestCase):
             np.testing.assert_allclose(out[:, :, cu_q[s]:cu_q[s + 1]], expected, atol=2e-5,
                                        rtol=2e-5)
 
+    def test_an_8bit_cache_is_written_then_read(self):
+        # A prefill of 30 rows, then one decoding step, per sequence.
+        batch, kv_heads, capacity, dim = 2, 2, 48, 64
+        cache = {name: np.zeros((batch, kv_heads, capacity, dim), np.int8) for name in "kv"}
+        scales = {name: np.zeros((batch, kv_heads, capacity), np.float32) for name in "kv"}
+        written = {name: np.zeros((batch, kv_heads, capacity, dim)) for name in "kv"}
+        for first, count in ((0, 30), (30, 1)):
+            positions = np.full(batch, first, np.int32)
+            for name in "kv":
+                rows = random(self.rng, (batch, kv_heads, count, dim))
+                attnforge.write_quantized_rows(rows, positions, cache[name], scales[name])
+                written[name][:, :, first:first + count] = rows
+        read = {name: cache[name].astype(np.float64) * scales[name][..., None] for name in "kv"}
+        step = np.abs(written["k"]).max(axis=-1, keepdims=True) / 127
+        self.assertTrue(np.all(np.abs(read["k"] - written["k"]) <= step * (0.5 + 1e-5)))
+        q = random(self.rng, (batch, 8, 1, dim))
+        lengths = np.array([31, 31], np.int32)
+        out = attnforge.attention(q, cache["k"], cache["v"], mask="causal",
+                                  alignment="bottom_right", key_lengths=lengths,
+                                  k_scale=scales["k"], v_scale=scales["v"])
+        expected, _ = reference(q, read["k"], read["v"], "causal", "bottom_right",
+                                key_lengths=lengths)
+        np.testing.assert_allclose(out, expected, atol=1e-4, rtol=1e-4)
+        before = cache["k"].copy()
+        with self.assertRaisesRegex(ValueError, r"^positions: \[0\] is 40"):
+            attnforge.write_quantized_rows(random(self.rng, (batch, kv_heads, 9, dim)),
+                                           np.array([40, 0], np.int32), cache["k"], scales["k"])
+        np.testing.assert_array_equal(cache["k"], before)
+        with self.assertRaisesRegex(ValueError, r"^k_scale, v_scale"):
+            attnforge.attention(q, cache["k"], cache["v"], mask="causal", key_lengths=lengths)
+
     def test_errors_are_exceptions_and_nothing_is_written(self):
         q, k, v = self.qkv(1, 8, 2, 3, 5, 64)
         out = np.full(q.shape, 7.0, dtype=np.float32)

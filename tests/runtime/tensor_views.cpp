@@ -28,6 +28,12 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
     call.key_lengths = view_of(*args.key_lengths);
     o.key_lengths = &call.key_lengths;
   }
+  if (args.k_scale) {
+    call.k_scale = view_of(*args.k_scale);
+    call.v_scale = view_of(*args.v_scale);
+    o.k_scale = &call.k_scale;
+    o.v_scale = &call.v_scale;
+  }
   if (args.page_table) {
     call.page_table = view_of(*args.page_table);
     o.page_table = &call.page_table;

@@ -40,6 +40,7 @@ TEST(Bf16DotsCheck, OnlyBf16SpecsOnTargetsWithTheInstruction) {
   EXPECT_EQ(misfit(bf16_dots(), "causal.mha2.d64.bf16", kZen4), "");
   EXPECT_EQ(misfit(bf16_dots(), "causal.mha2.d64.f32", kZen4), "bf16_dots");
   EXPECT_EQ(misfit(bf16_dots(), "causal.mha2.d64.bf16", kSkylake), "bf16_dots");
+  EXPECT_EQ(misfit(bf16_dots(), "causal.mha2.d64.bf16.kv8", kZen4), "bf16_dots");
   Schedule fused = schedules::load_preset("fused_avx512");
   fused.bf16_dots = true;  // ignored by the fused form: its canonical form drops it
   EXPECT_FALSE(schedules::canonical(fused).bf16_dots);

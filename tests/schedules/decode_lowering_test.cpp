@@ -1,9 +1,10 @@
 // The decoding kernels' lowered loops. A paged cache's kernel prefetches
 // through its page table: each K row in q.k's loop, and in P.V's loop the
 // lines of V that its tile reads (V prefetched with K is evicted before P.V
-// reads it), for f32 and bf16 caches. q.k and P.V loop over each page's
+// reads it), for f32, bf16 and 8-bit caches. q.k and P.V loop over each page's
 // positions with the page's table entry read outside. q.k and P.V read a
-// bf16 K or V row two vectors per load. q.k's horizontal sums are one vector
+// bf16 K or V row two vectors per load, and an 8-bit row a vector of int8 per
+// load, widened in registers. q.k's horizontal sums are one vector
 // reduction per key of a register tile.
 #include <Halide.h>
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "schedules/schedule.h"
 #include "schedules/schedule_choice.h"
 #include "spec/attention_spec.h"
+#include "spec/kv_quantization.h"
 #include "tests/support/target_presets.h"
 
 namespace attnforge {
@@ -132,10 +134,11 @@ TEST_P(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
   const std::string decode = testing::preset_for("decode", target);
   const schedules::Schedule schedule = schedules::resolve_schedule(decode);
   for (const char* text :
-       {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.bf16"}) {
+       {"causal.br.kpad.page16.gqa32x8.d128.f32", "causal.br.kpad.page16.gqa32x8.d128.bf16",
+        "causal.br.kpad.page16.gqa32x8.d128.bf16.kv8"}) {
     SCOPED_TRACE(text);
     const AttentionSpec spec = AttentionSpec::parse(text);
-    const int bytes = storage_type_of(spec.dtype).bytes();
+    const int bytes = cache_element_bytes(spec);
     int keys = 0, values = 0;
     for (const Prefetch& prefetch : prefetches_of(target, text, decode)) {
       if (prefetch.buffer == "k") {
@@ -152,7 +155,7 @@ TEST_P(PagedPrefetch, KeyRowsInQkAndTheTilesValueLinesInPv) {
     EXPECT_EQ(keys, schedule.register_vectors * row_lines);
     const int tile_bytes =
         schedules::effective_pv_vectors(schedule) * schedule.vector_width * bytes;
-    EXPECT_EQ(values, tile_bytes / kCacheLineBytes);
+    EXPECT_EQ(values, (tile_bytes + kCacheLineBytes - 1) / kCacheLineBytes);
   }
 }
 
@@ -192,19 +195,22 @@ class RecordLoadLanes : public InnermostLoop {
   }
 };
 
-class InterleavedBf16 : public testing::EachIsa {};
+class RowLoads : public testing::EachIsa {};
 
-TEST_P(InterleavedBf16, QkAndPvReadTwoVectorsOfABf16RowPerLoad) {
+TEST_P(RowLoads, QkAndPvLoadWholeVectorsOfARow) {
   const Target& target = GetParam();
   const std::string decode = testing::preset_for("decode", target);
   const int width = schedules::resolve_schedule(decode).vector_width;
-  // bf16 where the head dim is whole pairs of vectors; f32, and a bf16
-  // head dim of five vectors (40 at 8 lanes, 80 at 16), read a vector per load.
+  // bf16 where the head dim is whole pairs of vectors; f32, an 8-bit cache
+  // (int8 lanes, widened in registers), and a bf16 head dim of five vectors
+  // (40 at 8 lanes, 80 at 16), read a vector per load.
   const std::string five_vectors = "causal.br.kpad.gqa8x2.d" + std::to_string(5 * width) + ".bf16";
   for (const auto& [text, lanes] : std::vector<std::pair<std::string, int>>{
            {"causal.br.kpad.gqa32x8.d128.bf16", 2 * width},
            {"causal.br.kpad.page16.gqa8x2.d64.bf16", 2 * width},
            {"causal.br.kpad.gqa32x8.d128.f32", width},
+           {"causal.br.kpad.gqa32x8.d128.f32.kv8", width},
+           {"causal.br.kpad.page16.gqa8x2.d64.bf16.kv8", width},
            {five_vectors, width}}) {
     for (const auto& [buffer, func] : {std::pair{"k", "scores"}, std::pair{"v", "pv_sum"}}) {
       SCOPED_TRACE(text + " " + buffer);
@@ -265,7 +271,7 @@ TEST_P(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, PagedPrefetch, testing::each_isa(), testing::isa_name);
 INSTANTIATE_TEST_SUITE_P(Isa, PagedLookup, testing::each_isa(), testing::isa_name);
-INSTANTIATE_TEST_SUITE_P(Isa, InterleavedBf16, testing::each_isa(), testing::isa_name);
+INSTANTIATE_TEST_SUITE_P(Isa, RowLoads, testing::each_isa(), testing::isa_name);
 INSTANTIATE_TEST_SUITE_P(Isa, HorizontalSums, testing::each_isa(), testing::isa_name);
 
 }  // namespace

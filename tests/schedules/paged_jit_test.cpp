@@ -12,12 +12,8 @@
 namespace attnforge {
 namespace {
 
-using testing::Layout;
-
 void expect_reference(const char* spec_text, const std::string& schedule) {
-  testing::expect_jit_matches_reference(AttentionSpec::parse(spec_text), schedule,
-                                        {{3, 1, 77}, {2, 5, 130}, {1, 40, 19}, {1, 1, 1}},
-                                        {Layout::bhld, Layout::blhd}, 23);
+  testing::expect_cache_reads_match_reference(spec_text, schedule, 23);
 }
 
 TEST(PagedJit, NaiveReadsShuffledPages) {

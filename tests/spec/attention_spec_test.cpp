@@ -23,6 +23,8 @@ const char* const kCanonicalSpecs[] = {
     "window0_0.mha1.d1.f32",
     "causal.br.kpad.page16.gqa32x8.d128.f32",
     "full.kpad.page1.alibi.mha2.d64.bf16",
+    "causal.br.kpad.page16.gqa32x8.d128.bf16.kv8",
+    "full.bias.mha4.d32.f32.kv8.weights",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -53,7 +55,7 @@ TEST(AttentionSpec, ParsesEveryField) {
 
 TEST(AttentionSpec, EveryFieldChangesTheString) {
   AttentionSpec base = AttentionSpec::parse("causal.mha8.d64.f32");
-  std::vector<AttentionSpec> variants(9, base);
+  std::vector<AttentionSpec> variants(10, base);
   variants[0].mask = PositionMask::none;
   variants[1].alignment = Alignment::bottom_right;
   variants[2].key_padding = true;
@@ -63,6 +65,7 @@ TEST(AttentionSpec, EveryFieldChangesTheString) {
   variants[6].head_dim = 128;
   variants[7].dtype = DType::f16;
   variants[8].return_weights = true;
+  variants[9].kv_storage = KvStorage::int8;
   std::set<std::string> strings = {base.to_string()};
   for (const AttentionSpec& v : variants) {
     EXPECT_TRUE(strings.insert(v.to_string()).second) << v.to_string();
@@ -109,7 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"causal.kpad.page8192.mha8.d64.f32", "page_size"},
         BadSpec{"causal.kpad.page16.bias.mha8.d64.f32", "page_size"},
         BadSpec{"causal.kpad.page16.mha8.d64.f32.weights", "page_size"},
-        BadSpec{"causal.mha99999.d64.f32", "heads"}));
+        BadSpec{"causal.mha8.d64.f32.weights.kv8", "spec"},
+        BadSpec{"causal.mha8.d64.kv8.f32", "dtype"}, BadSpec{"causal.mha99999.d64.f32", "heads"}));
 
 TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
   AttentionSpec spec;

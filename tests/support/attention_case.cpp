@@ -8,6 +8,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "spec/kv_quantization.h"
+
 namespace attnforge::testing {
 
 namespace {
@@ -68,6 +70,52 @@ std::unique_ptr<HostTensor> AttentionCase::make_qkv(int heads, int len, Layout l
                                       memory_order_for(layout));
 }
 
+// An 8-bit cache: k_ and v_ become the int8 rows of their values and
+// k_scale_ and v_scale_ their scales; the reference reads the dequantized cache.
+void AttentionCase::quantize_cache() {
+  const int D = spec_.head_dim;
+  std::vector<float> row(D);
+  std::vector<int8_t> quantized(D);
+  for (auto [cache, scales] : {std::pair{&k_, &k_scale_}, std::pair{&v_, &v_scale_}}) {
+    const HostTensor::Extents e = (*cache)->extents();
+    auto int8 = std::make_unique<HostTensor>(halide_type_t(halide_type_int, 8), e,
+                                             memory_order_for(options_.layout));
+    *scales = std::make_unique<HostTensor>(halide_type_t(halide_type_float, 32),
+                                           HostTensor::Extents{e[1], e[2], e[3], 1});
+    for (int b = 0; b < e[3]; ++b) {
+      for (int h = 0; h < e[2]; ++h) {
+        for (int j = 0; j < e[1]; ++j) {
+          for (int d = 0; d < D; ++d) row[d] = static_cast<float>((*cache)->get({d, j, h, b}));
+          (*scales)->set({j, h, b, 0}, quantize_row(row.data(), D, quantized.data()));
+          for (int d = 0; d < D; ++d) int8->set({d, j, h, b}, quantized[d]);
+        }
+      }
+    }
+    *cache = std::move(int8);
+  }
+  problem_.k = dequantized(*k_, *k_scale_);
+  problem_.v = dequantized(*v_, *v_scale_);
+  args_.k = k_->raw();
+  args_.v = v_->raw();
+  args_.k_scale = k_scale_->raw();
+  args_.v_scale = v_scale_->raw();
+  args_.k_scale->dimensions = args_.v_scale->dimensions = 3;
+}
+
+// [B][H_kv][Lk][D] values of an 8-bit cache, as the kernel computes them.
+std::vector<double> AttentionCase::dequantized(const HostTensor& cache, const HostTensor& scales) {
+  const HostTensor::Extents e = cache.extents();
+  std::vector<double> values;
+  for (int b = 0; b < e[3]; ++b)
+    for (int h = 0; h < e[2]; ++h)
+      for (int j = 0; j < e[1]; ++j)
+        for (int d = 0; d < e[0]; ++d) {
+          values.push_back(dequantize(static_cast<int8_t>(cache.get({d, j, h, b})),
+                                      static_cast<float>(scales.get({j, h, b, 0}))));
+        }
+  return values;
+}
+
 // The cache in pages, for the kernel; the reference reads the contiguous
 // one. Each sequence's pages sit at shuffled places among one spare page no
 // table names. Positions past Lk hold values a kernel must never weigh, and
@@ -80,11 +128,18 @@ void AttentionCase::page_cache(std::mt19937& rng) {
   std::shuffle(place.begin(), place.end(), rng);
   page_table_ = std::make_unique<HostTensor>(halide_type_t(halide_type_int, 32),
                                              HostTensor::Extents{width, B, 1, 1});
-  for (auto [paged, cache] : {std::pair{&k_pages_, k_.get()}, std::pair{&v_pages_, v_.get()}}) {
+  for (auto [paged, cache, paged_scales, scales] :
+       {std::tuple{&k_pages_, k_.get(), &k_scale_pages_, k_scale_.get()},
+        std::tuple{&v_pages_, v_.get(), &v_scale_pages_, v_scale_.get()}}) {
     *paged = std::make_unique<HostTensor>(
-        halide_type_of(spec_.dtype), HostTensor::Extents{spec_.head_dim, P, spec_.kv_heads, pages},
+        cache->raw()->type, HostTensor::Extents{spec_.head_dim, P, spec_.kv_heads, pages},
         memory_order_for(options_.layout));
-    fill_uniform(**paged, rng, 100.0);
+    fill_uniform(**paged, rng, spec_.quantized_kv() ? 127.0 : 100.0);
+    if (scales) {
+      *paged_scales = std::make_unique<HostTensor>(
+          halide_type_t(halide_type_float, 32), HostTensor::Extents{P, spec_.kv_heads, pages, 1});
+      fill_uniform(**paged_scales, rng, 100.0);
+    }
     for (int b = 0; b < B; ++b) {
       for (int n = 0; n < width; ++n) {
         const int page = place[b * width + n];
@@ -93,6 +148,7 @@ void AttentionCase::page_cache(std::mt19937& rng) {
             for (int d = 0; d < spec_.head_dim; ++d) {
               (*paged)->set({d, r, h, page}, cache->get({d, n * P + r, h, b}));
             }
+            if (scales) (*paged_scales)->set({r, h, page, 0}, scales->get({n * P + r, h, b, 0}));
           }
         }
       }
@@ -106,6 +162,11 @@ void AttentionCase::page_cache(std::mt19937& rng) {
   }
   args_.k = k_pages_->raw();
   args_.v = v_pages_->raw();
+  if (spec_.quantized_kv()) {
+    args_.k_scale = k_scale_pages_->raw();
+    args_.v_scale = v_scale_pages_->raw();
+    args_.k_scale->dimensions = args_.v_scale->dimensions = 3;
+  }
   args_.page_table = page_table_->raw();
   args_.page_table->dimensions = 2;
 }
@@ -152,6 +213,7 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
     args_.key_lengths = key_lengths_->raw();
     args_.key_lengths->dimensions = 1;
   }
+  if (spec.quantized_kv()) quantize_cache();
   if (spec.paged()) page_cache(rng);
   if (spec.bias == BiasKind::tensor) {
     int bias_heads = options.broadcast_bias ? 1 : H;

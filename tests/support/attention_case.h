@@ -77,6 +77,8 @@ class AttentionCase {
  private:
   std::unique_ptr<HostTensor> make_qkv(int heads, int len, Layout layout);
   void page_cache(std::mt19937& rng);
+  void quantize_cache();
+  static std::vector<double> dequantized(const HostTensor& cache, const HostTensor& scales);
 
   AttentionSpec spec_;
   CaseShape shape_;
@@ -84,6 +86,8 @@ class AttentionCase {
   reference::Problem problem_;
   std::unique_ptr<HostTensor> q_, k_, v_, key_lengths_, bias_, slopes_, out_, weights_;
   std::unique_ptr<HostTensor> k_pages_, v_pages_, page_table_;  // paged specs only
+  std::unique_ptr<HostTensor> k_scale_, v_scale_;               // 8-bit caches only
+  std::unique_ptr<HostTensor> k_scale_pages_, v_scale_pages_;   // paged 8-bit caches only
   KernelArguments args_;
 };
 

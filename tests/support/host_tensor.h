@@ -1,4 +1,4 @@
-// A 4-D tensor in host memory for tests: storage in f32, f16, bf16 or int32,
+// A 4-D tensor in host memory for tests: storage in f32, f16, bf16, int32 or int8,
 // any memory order of its dims, and the exact stored values in double for the
 // reference. Dims are listed innermost first, as Halide does.
 #pragma once

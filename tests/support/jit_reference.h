@@ -34,4 +34,13 @@ inline void expect_jit_matches_reference(const AttentionSpec& spec, const std::s
   }
 }
 
+// A KV cache's shapes (decoding over odd lengths, a few queries, Lq > Lk,
+// one key) in both layouts: the check of the cache variants (paged, 8-bit).
+inline void expect_cache_reads_match_reference(const char* spec_text, const std::string& schedule,
+                                               uint32_t seed) {
+  expect_jit_matches_reference(AttentionSpec::parse(spec_text), schedule,
+                               {{3, 1, 77}, {2, 5, 130}, {1, 40, 19}, {1, 1, 1}},
+                               {Layout::bhld, Layout::blhd}, seed);
+}
+
 }  // namespace attnforge::testing

@@ -4,7 +4,8 @@
 // out: [B, H, Lq, D]. Strides are free except the innermost (D), which must be
 // 1, so [B, L, H, D] memory is a view with swapped strides. out and weights
 // need memory of their own: no element shared, no byte shared with an input.
-// All of q, k, v, out (and bias, weights) share one element type: f32, f16 or bf16.
+// All of q, k, v, out (and bias, weights) share one element type: f32, f16 or
+// bf16; or k and v are an 8-bit cache (i8, with k_scale and v_scale; kv_cache.h writes one).
 #pragma once
 
 #include <cmath>
@@ -65,6 +66,14 @@ struct AttentionOptions {
   // made for the call in CPU memory (docs/runtime.md, "Packed batches").
   const TensorView* cu_seqlens_q = nullptr;
   const TensorView* cu_seqlens_k = nullptr;
+
+  // An 8-bit KV cache: k and v are i8 and each row has an f32 scale, so key
+  // j's K row is k[b, h, j, :] * k_scale[b, h, j] (and V's likewise).
+  // [B, H_kv, Lk], or [num_pages, H_kv, page_size] with a page table: one per
+  // row of k and v. Both or neither; CPU only; not with cu_seqlens.
+  // write_quantized_rows (kv_cache.h) fills them.
+  const TensorView* k_scale = nullptr;
+  const TensorView* v_scale = nullptr;
 
   // Additive bias on the logits, [B or 1, H or 1, Lq, Lk], the call's element
   // type; a size-1 dimension broadcasts. -inf masks that position.

@@ -13,7 +13,8 @@ inline TensorView view_of(const halide_buffer_t& buffer) {
   TensorView view;
   view.data = buffer.host;
   const halide_type_t type = buffer.type;
-  view.type = type.code == halide_type_int                        ? ElementType::i32
+  view.type = type.code == halide_type_int && type.bits == 8      ? ElementType::i8
+              : type.code == halide_type_int                      ? ElementType::i32
               : type.code == halide_type_bfloat                   ? ElementType::bf16
               : type.code == halide_type_float && type.bits == 16 ? ElementType::f16
                                                                   : ElementType::f32;

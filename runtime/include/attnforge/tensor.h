@@ -8,7 +8,8 @@
 
 namespace attnforge {
 
-enum class ElementType { f32, f16, bf16, i32 };
+// i32: key lengths, page tables and offsets; i8: an 8-bit KV cache's rows.
+enum class ElementType { f32, f16, bf16, i32, i8 };
 enum class Device { cpu, cuda };
 
 // Bytes per element.
