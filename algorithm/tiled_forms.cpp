@@ -72,6 +72,15 @@ class QueryTile {
     return cache(d, cache_key(kb * KB + rj), kv_head, b);
   }
 
+  // The scale of key rj of block kb in an 8-bit cache's `scales`, read as
+  // block_row reads its rows.
+  Expr block_scale(const Halide::Func& scales, const Halide::Func& by_page, const Expr& kb, int KB,
+                   const Expr& rj, const Expr& b) const {
+    const int P = in.page_size;
+    if (P > 0 && KB % P == 0) return by_page(rj % P, kb * (KB / P) + rj / P, kv_head, b);
+    return scales(cache_key(kb * KB + rj), kv_head, b);
+  }
+
   // The masked logit of this tile's query row and key j; q_tile carries the
   // scale, so the dot product is already scaled.
   Expr logit(const Expr& dot, const Expr& j, const Expr& b) const {
@@ -238,10 +247,31 @@ struct OnlineTile {
         KB(shape.key_block),
         j(t.kb * KB + t.jj) {}
 
-  // Element d of key jj of block kb, as f32.
+  // Element d of key jj of block kb, as f32: of an 8-bit cache, its int8
+  // level, and key_scale() the factor of the key's dot product.
   Expr key_row(const Expr& d) const {
+    if (quantized()) {
+      return AttentionTerms::to_f32(
+          tile.block_row(in.k_levels, in.k_levels_by_page, d, t.kb, KB, t.jj, v.b));
+    }
     return AttentionTerms::to_f32(tile.block_row(in.k, in.k_by_page, d, t.kb, KB, t.jj, v.b));
   }
+  Expr key_scale() const {
+    return tile.block_scale(in.k_scale, in.k_scale_by_page, t.kb, KB, t.jj, v.b);
+  }
+  // Element d of key rj of block kb in V, and the factor of its weight (as key_row).
+  Expr value_row(const Expr& d, const Expr& rj) const {
+    if (quantized()) {
+      return AttentionTerms::to_f32(
+          tile.block_row(in.v_levels, in.v_levels_by_page, d, t.kb, KB, rj, v.b));
+    }
+    return AttentionTerms::to_f32(tile.block_row(in.v, in.v_by_page, d, t.kb, KB, rj, v.b));
+  }
+  Expr value_scale(const Expr& rj) const {
+    return tile.block_scale(in.v_scale, in.v_scale_by_page, t.kb, KB, rj, v.b);
+  }
+  // An 8-bit cache whose scales apply per key: q.k in order and P.V in order.
+  bool quantized() const { return in.k_levels.defined(); }
 
   const AttentionSpec& spec;
   const AttentionVars& v;
@@ -346,7 +376,9 @@ void define_logits(OnlineFuncs& f, const OnlineTile& o) {
   const AttentionInputs& in = o.in;
   const AttentionVars& v = o.v;
   const TileVars& t = o.t;
-  Expr logit = o.tile.logit(f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b), o.j, v.b);
+  Expr dot = f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b);
+  if (o.quantized()) dot *= o.key_scale();
+  Expr logit = o.tile.logit(dot, o.j, v.b);
   if (o.shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {
     const Expr ahead = o.tile.cache_key(o.j + o.shape.prefetch_keys_ahead);
     f.key_prefetch(t.jj, t.kb, v.h, v.b) =
@@ -398,8 +430,7 @@ void add_pv_in_order(OnlineFuncs& f, const OnlineTile& o) {
   // Packed, a thread computes P.V a chunk of the state at a time, and the
   // chunk of the sum and max rounds up past head_dim: it reads the last column.
   const Expr d = o.shape.packed_state ? Halide::min(v.d, o.spec.head_dim - 1) : Expr(v.d);
-  Expr value = AttentionTerms::to_f32(
-      o.tile.block_row(in.v, in.v_by_page, o.tile.head_element(d), t.kb, o.KB, rj, v.b));
+  Expr value = o.value_row(o.tile.head_element(d), rj);
   if (o.shape.prefetch_values_ahead > 0 && in.v_row.defined()) {
     // Per line, so that a tile of P.V prefetches the lines it reads: V's
     // rows, read a strip at a time, are evicted before another strip's loop.
@@ -409,7 +440,9 @@ void add_pv_in_order(OnlineFuncs& f, const OnlineTile& o) {
         prefetch_rows({{in.v_row_buffer, in.v_row(ahead, o.tile.kv_head, v.b) + v.d * line, line}});
     value += f.value_prefetch(d / line, rj, t.kb, v.h, v.b);
   }
-  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += f.probs(t.ii, rj, t.kb, t.it, v.h, v.b) * value;
+  Expr weight = f.probs(t.ii, rj, t.kb, t.it, v.h, v.b);
+  if (o.quantized()) weight *= o.value_scale(rj);
+  f.pv_sum(v.d, t.ii, t.kb, t.it, v.h, v.b) += weight * value;
 }
 
 void define_block_pv(OnlineFuncs& f, const OnlineTile& o) {

@@ -100,6 +100,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     in.q = *q_;
     in.k = stored_rows(*k_, k_scale_, "k_dequantized");
     in.v = stored_rows(*v_, v_scale_, "v_dequantized");
+    if (spec_.quantized_kv() && !spec_.paged()) {
+      in.k_levels = *k_;
+      in.v_levels = *v_;
+      in.k_scale = *k_scale_;
+      in.v_scale = *v_scale_;
+    }
     in.q_len = q_->dim(1).extent();
     in.kv_len = k_->dim(1).extent();
     if (spec_.paged()) {
@@ -240,22 +246,42 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const int page = spec_.page_size;
     const Expr pages = k_->dim(3).extent(), entries = page_table_->dim(0).extent();
     Halide::Var d("d"), j("j"), h("h"), b("b"), position("position"), entry("entry");
-    for (auto [paged, by_page, row, buffer, input, name] :
+    auto page_of = [&](const Expr& e) {
+      return Halide::clamp((*page_table_)(Halide::clamp(e, 0, entries - 1), b), 0, pages - 1);
+    };
+    // Rows stored (d, position in page, kv head, page), read by key and by page.
+    auto paged_rows = [&](const Halide::Func& stored, Halide::Func* cache, Halide::Func* by_page,
+                          const std::string& name) {
+      Halide::Func rows(name), rows_by_page(name + "_by_page");
+      rows_by_page(d, position, entry, h, b) = stored(d, position, h, page_of(entry));
+      rows(d, j, h, b) = rows_by_page(d, j % page, j / page, h, b);
+      *cache = rows;
+      *by_page = rows_by_page;
+    };
+    // A value per row stored (position in page, kv head, page): an 8-bit cache's scales.
+    auto paged_scales = [&](const Halide::Func& stored, Halide::Func* scales, Halide::Func* by_page,
+                            const std::string& name) {
+      Halide::Func values(name), values_by_page(name + "_by_page");
+      values_by_page(position, entry, h, b) = stored(position, h, page_of(entry));
+      values(j, h, b) = values_by_page(j % page, j / page, h, b);
+      *scales = values;
+      *by_page = values_by_page;
+    };
+    for (auto [rows, by_page, row, buffer, input, name] :
          {std::tuple{&in.k, &in.k_by_page, &in.k_row, &in.k_row_buffer, k_, std::string("k_pages")},
           std::tuple{&in.v, &in.v_by_page, &in.v_row, &in.v_row_buffer, v_,
                      std::string("v_pages")}}) {
-      const Halide::Func stored = *paged;
-      Halide::Func cache(name), cache_by_page(name + "_by_page"), row_offset(name + "_row");
-      auto page_of = [&](const Expr& e) {
-        return Halide::clamp((*page_table_)(Halide::clamp(e, 0, entries - 1), b), 0, pages - 1);
-      };
-      cache_by_page(d, position, entry, h, b) = stored(d, position, h, page_of(entry));
-      cache(d, j, h, b) = cache_by_page(d, j % page, j / page, h, b);
+      paged_rows(*rows, rows, by_page, name);
+      Halide::Func row_offset(name + "_row");
       row_offset(j, h, b) = element_offset(*input, {0, j % page, h, page_of(j / page)});
-      *paged = cache;
-      *by_page = cache_by_page;
       *row = row_offset;
       *buffer = Halide::ImageParam(*input).parameter();
+    }
+    if (spec_.quantized_kv()) {
+      paged_rows(*k_, &in.k_levels, &in.k_levels_by_page, "k_level_pages");
+      paged_rows(*v_, &in.v_levels, &in.v_levels_by_page, "v_level_pages");
+      paged_scales(*k_scale_, &in.k_scale, &in.k_scale_by_page, "k_scale_pages");
+      paged_scales(*v_scale_, &in.v_scale, &in.v_scale_by_page, "v_scale_pages");
     }
     in.kv_len = entries * page;
     in.page_size = page;
