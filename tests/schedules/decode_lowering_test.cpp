@@ -9,6 +9,7 @@
 #include <Halide.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -269,6 +270,39 @@ TEST_P(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
   }
 }
 
+class Int8Rows : public testing::EachIsa {};
+
+// The assembly of an 8-bit cache's decoding kernel: its int8 rows are loaded
+// a vector at a time straight into the widening instruction (vpmovsxbd from
+// memory into the ISA's vector registers), never a byte at a time (movsb*).
+TEST_P(Int8Rows, AreWidenedInRegistersFromWholeVectorLoads) {
+  const Target& target = GetParam();
+  const std::string vector_register = target.has_feature(Target::AVX512) ? "zmm" : "ymm";
+  for (const char* text :
+       {"causal.br.kpad.gqa32x8.d128.bf16.kv8", "causal.br.kpad.page16.gqa32x8.d128.f32.kv8"}) {
+    SCOPED_TRACE(text);
+    auto generator = GeneratorRegistry::create("attention", GeneratorContext(target));
+    generator->set_generatorparam_value("spec", text);
+    generator->set_generatorparam_value("schedule", testing::preset_for("decode", target));
+    Pipeline pipeline = generator->build_pipeline();
+    const std::string path = ::testing::TempDir() + "int8_rows.s";
+    pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention",
+                                 target.with_feature(Target::NoRuntime));
+    std::ifstream assembly(path);
+    int widening_loads = 0, byte_loads = 0;
+    for (std::string line; std::getline(assembly, line);) {
+      if (line.find("vpmovsxbd") != std::string::npos && line.find('(') != std::string::npos &&
+          line.find(vector_register) != std::string::npos) {
+        ++widening_loads;
+      }
+      if (line.find("movsb") != std::string::npos) ++byte_loads;
+    }
+    EXPECT_GT(widening_loads, 0);
+    EXPECT_EQ(byte_loads, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, Int8Rows, testing::each_isa(), testing::isa_name);
 INSTANTIATE_TEST_SUITE_P(Isa, PagedPrefetch, testing::each_isa(), testing::isa_name);
 INSTANTIATE_TEST_SUITE_P(Isa, PagedLookup, testing::each_isa(), testing::isa_name);
 INSTANTIATE_TEST_SUITE_P(Isa, RowLoads, testing::each_isa(), testing::isa_name);
