@@ -285,7 +285,9 @@ TEST_P(Int8Rows, AreWidenedInRegistersFromWholeVectorLoads) {
     generator->set_generatorparam_value("spec", text);
     generator->set_generatorparam_value("schedule", testing::preset_for("decode", target));
     Pipeline pipeline = generator->build_pipeline();
-    const std::string path = ::testing::TempDir() + "int8_rows.s";
+    // A file per ISA and spec: ctest runs the ISAs' tests at once.
+    const std::string path = ::testing::TempDir() + "int8_rows_" + vector_register + "_" +
+                             AttentionSpec::parse(text).to_string() + ".s";
     pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention",
                                  target.with_feature(Target::NoRuntime));
     std::ifstream assembly(path);
