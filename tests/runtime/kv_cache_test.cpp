@@ -46,7 +46,6 @@ struct Cache {
     v = k;
     k_scale.assign(size_t(slots) * kKvHeads * rows, 0.0f);
     v_scale = k_scale;
-    const std::vector<int64_t> cache_shape = {slots, kKvHeads, rows, kDim};
     k_view = TensorView::contiguous(k.data(), ElementType::i8, {slots, kKvHeads, rows, kDim});
     v_view = TensorView::contiguous(v.data(), ElementType::i8, {slots, kKvHeads, rows, kDim});
     k_scale_view =
