@@ -38,10 +38,11 @@ struct AttentionInputs {
   // key >= 0 (keys past the table in its last page): forms need not clamp.
   int page_size = 0;
   Halide::Func k_by_page, v_by_page;
-  // An 8-bit cache (kv8): k and v above are its rows dequantized, and these
-  // the int8 levels as k and v index them (and by page), and the scales
-  // (j, kv head, b) (and (position in page, page table entry, kv head, b)),
-  // so that a form can apply a row's scale once per key instead of per element.
+  // An 8-bit cache (kv8, kvfp8): k and v above are its rows dequantized, and
+  // these its f32 levels as k and v index them (and by page), and the scales
+  // per row (j, kv head, b) (and (position in page, page table entry, kv
+  // head, b)), so that a form can apply a row's scale once per key instead of
+  // per element (quantized_cache.h).
   Halide::Func k_levels, v_levels, k_levels_by_page, v_levels_by_page;
   Halide::Func k_scale, v_scale, k_scale_by_page, v_scale_by_page;
 };

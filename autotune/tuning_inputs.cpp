@@ -60,7 +60,7 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
     args_.key_lengths = key_lengths_.raw_buffer();
   }
   if (spec.quantized_kv()) {
-    quantized_ = quantize_kv(*k_.raw_buffer(), *v_.raw_buffer());
+    quantized_ = quantize_kv(*k_.raw_buffer(), *v_.raw_buffer(), spec.kv_storage);
     args_.k = quantized_.k.raw_buffer();
     args_.v = quantized_.v.raw_buffer();
     args_.k_scale = quantized_.k_scale.raw_buffer();

@@ -45,7 +45,7 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
   kernel_k = in_storage(k, dtype);
   kernel_v = in_storage(v, dtype);
   if (spec.quantized_kv()) {
-    quantized = quantize_kv(*k.raw_buffer(), *v.raw_buffer());
+    quantized = quantize_kv(*k.raw_buffer(), *v.raw_buffer(), spec.kv_storage);
     dequantize_into(quantized.k, quantized.k_scale, *k.raw_buffer());
     dequantize_into(quantized.v, quantized.v_scale, *v.raw_buffer());
     kernel_k = quantized.k;

@@ -8,10 +8,11 @@ namespace attnforge::bench {
 
 namespace {
 
-// f32, bf16 and the 8-bit cache with f32 and bf16 queries, timed in the same turns.
+// f32, bf16, the int8 cache with f32 and bf16 queries and the fp8 cache with
+// bf16 queries, timed in the same turns.
 const std::vector<std::string> kGqaDecoding = {
     "causal.br.gqa32x8.d128.f32", "causal.br.gqa32x8.d128.bf16", "causal.br.gqa32x8.d128.f32.kv8",
-    "causal.br.gqa32x8.d128.bf16.kv8"};
+    "causal.br.gqa32x8.d128.bf16.kv8", "causal.br.gqa32x8.d128.bf16.kvfp8"};
 
 }  // namespace
 

@@ -51,9 +51,11 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   void declare(const KernelArgumentSlot& slot) {
     const Halide::Type storage =
         storage_as_bits() ? Halide::UInt(16) : storage_type_of(spec_.dtype);
-    const Halide::Type cache = spec_.quantized_kv() ? Halide::Int(8) : storage;
+    const Halide::Type cache = spec_.kv_storage == KvStorage::int8       ? Halide::Int(8)
+                               : spec_.kv_storage == KvStorage::fp8_e4m3 ? Halide::UInt(8)
+                                                                         : storage;
     const char* name = slot.name;
-    const int dims = slot.dimensions;
+    const int dims = argument_dimensions(spec_, slot);
     switch (slot.argument) {
       case KernelArgument::q:
         q_ = add_input<Buffer<>>(name, storage, dims);
@@ -98,13 +100,15 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     constrain_shapes();
     AttentionInputs in;
     in.q = *q_;
-    in.k = stored_rows(*k_, k_scale_, "k_dequantized");
-    in.v = stored_rows(*v_, v_scale_, "v_dequantized");
-    if (spec_.quantized_kv() && !spec_.paged()) {
-      in.k_levels = *k_;
-      in.v_levels = *v_;
-      in.k_scale = *k_scale_;
-      in.v_scale = *v_scale_;
+    in.k = *k_;
+    in.v = *v_;
+    if (spec_.quantized_kv()) {
+      in.k_levels = stored_levels(*k_, "k_levels");
+      in.v_levels = stored_levels(*v_, "v_levels");
+      in.k_scale = row_scales(*k_scale_, "k_row_scales");
+      in.v_scale = row_scales(*v_scale_, "v_row_scales");
+      in.k = dequantized_rows(in.k_levels, in.k_scale, "k_dequantized");
+      in.v = dequantized_rows(in.v_levels, in.v_scale, "v_dequantized");
     }
     in.q_len = q_->dim(1).extent();
     in.kv_len = k_->dim(1).extent();
@@ -175,12 +179,15 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     return spec_.dtype == DType::bf16 && get_target().has_feature(Halide::Target::CUDA);
   }
 
-  // The K or V rows as stored, (d, position, kv head, batch or page): an
-  // 8-bit cache's dequantized.
-  Halide::Func stored_rows(const Halide::Func& values, GeneratorInput<Buffer<float>>* scales,
-                           const std::string& name) const {
-    if (!spec_.quantized_kv()) return values;
-    return dequantized_rows(values, *scales, name);
+  // An 8-bit cache's levels (d, position, kv head, batch or page) and their
+  // scales per row (position, kv head, batch or page): quantized_cache.h.
+  Halide::Func stored_levels(const Halide::Func& values, const std::string& name) const {
+    if (spec_.kv_storage == KvStorage::fp8_e4m3) return e4m3_levels(values, name);
+    return values;
+  }
+  Halide::Func row_scales(const Halide::Func& scales, const std::string& name) const {
+    if (spec_.kv_storage == KvStorage::fp8_e4m3) return e4m3_row_scales(scales, name);
+    return scales;
   }
 
   // A bf16 tensor's bits as f32: the bits are the f32's upper half.
@@ -278,10 +285,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       *buffer = Halide::ImageParam(*input).parameter();
     }
     if (spec_.quantized_kv()) {
-      paged_rows(*k_, &in.k_levels, &in.k_levels_by_page, "k_level_pages");
-      paged_rows(*v_, &in.v_levels, &in.v_levels_by_page, "v_level_pages");
-      paged_scales(*k_scale_, &in.k_scale, &in.k_scale_by_page, "k_scale_pages");
-      paged_scales(*v_scale_, &in.v_scale, &in.v_scale_by_page, "v_scale_pages");
+      paged_rows(in.k_levels, &in.k_levels, &in.k_levels_by_page, "k_level_pages");
+      paged_rows(in.v_levels, &in.v_levels, &in.v_levels_by_page, "v_level_pages");
+      paged_scales(in.k_scale, &in.k_scale, &in.k_scale_by_page, "k_scale_pages");
+      paged_scales(in.v_scale, &in.v_scale, &in.v_scale_by_page, "v_scale_pages");
     }
     in.kv_len = entries * page;
     in.page_size = page;
@@ -319,9 +326,15 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       constrain(k_, {d, Expr(), spec_.kv_heads, batch});
       constrain(v_, {d, kv_len, spec_.kv_heads, batch});
     }
-    // A scale per stored row: (position, kv head, batch or page) as k's.
+    // kv8: a scale per stored row, (position, kv head, batch or page) as k's;
+    // kvfp8: one per kv head.
     for (auto* scales : {k_scale_, v_scale_}) {
-      if (scales) constrain(scales, {k_->dim(1).extent(), spec_.kv_heads, k_->dim(3).extent()});
+      if (!scales) continue;
+      if (spec_.kv_storage == KvStorage::fp8_e4m3) {
+        constrain(scales, {spec_.kv_heads});
+      } else {
+        constrain(scales, {k_->dim(1).extent(), spec_.kv_heads, k_->dim(3).extent()});
+      }
     }
     constrain(out_, {d, q_len, spec_.heads, batch});
     if (key_lengths_) constrain(key_lengths_, {batch});
@@ -346,7 +359,9 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
     out_->set_estimates({{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}});
     for (auto* scales : {k_scale_, v_scale_}) {
-      if (scales) {
+      if (scales && spec_.kv_storage == KvStorage::fp8_e4m3) {
+        scales->set_estimates({{0, spec_.kv_heads}});
+      } else if (scales) {
         const int rows = spec_.paged() ? spec_.page_size : Lk;
         const int extent = spec_.paged() ? B * ((Lk + rows - 1) / rows) : B;
         scales->set_estimates({{0, rows}, {0, spec_.kv_heads}, {0, extent}});

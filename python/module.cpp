@@ -39,10 +39,12 @@ ElementType element_type(const Array& a, const char* name) {
   if (t.lanes == 1 && t.code == uint8_t(Code::Bfloat) && t.bits == 16) return ElementType::bf16;
   if (t.lanes == 1 && t.code == uint8_t(Code::Int) && t.bits == 32) return ElementType::i32;
   if (t.lanes == 1 && t.code == uint8_t(Code::Int) && t.bits == 8) return ElementType::i8;
+  // fp8 e4m3 codes travel as their bytes (torch: t.view(torch.uint8)).
+  if (t.lanes == 1 && t.code == uint8_t(Code::UInt) && t.bits == 8) return ElementType::f8e4m3;
   throw nb::value_error((std::string(name) + ": element type code " + std::to_string(t.code) +
                          ", " + std::to_string(t.bits) +
                          " bits; expected float32, float16 or bfloat16 (int32 for lengths and "
-                         "page tables, int8 for an 8-bit KV cache)")
+                         "page tables, int8 or uint8 fp8 e4m3 codes for an 8-bit KV cache)")
                             .c_str());
 }
 

@@ -204,7 +204,7 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
     ATTNFORGE_REQUIRE(spec.dtype == DType::bf16, "bf16_dots",
                       "needs bf16 storage; {} is computed in f32", to_string(spec.dtype));
     ATTNFORGE_REQUIRE(!spec.quantized_kv(), "bf16_dots",
-                      "needs bf16 K and V rows; an 8-bit cache (kv8) is widened to f32");
+                      "needs bf16 K and V rows; an 8-bit cache (kv8, kvfp8) is widened to f32");
     ATTNFORGE_REQUIRE(has_bf16_dots(target), "bf16_dots",
                       "target '{}' has no bf16 dot products (avx512_zen4 or "
                       "avx512_sapphirerapids)",
@@ -265,7 +265,7 @@ std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
     return ScheduleError("page_size", "a paged KV cache has CPU kernels only");
   }
   if (kind_of(target) == TargetKind::gpu && spec.quantized_kv()) {
-    return ScheduleError("kv_storage", "an 8-bit KV cache (kv8) has CPU kernels only");
+    return ScheduleError("kv_storage", "an 8-bit KV cache (kv8, kvfp8) has CPU kernels only");
   }
   return std::nullopt;
 }

@@ -11,9 +11,11 @@
 namespace attnforge {
 
 const char* const kSpecGrammar =
-    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi'].heads.d<D>.dtype['.weights'] where "
+    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi'].heads.d<D>.dtype['.kv8'|'.kvfp8']['."
+    "weights'] where "
     "mask = full | causal | window<L>_<R>, heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
-    "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row "
+    "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row, "
+    "kvfp8 = as fp8 e4m3 with a scale per KV head "
     "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
 
 namespace {
@@ -146,7 +148,15 @@ std::string_view to_string(DType dtype) {
 }
 
 std::string_view to_string(KvStorage storage) {
-  return storage == KvStorage::int8 ? "kv8" : "dtype";
+  switch (storage) {
+    case KvStorage::int8:
+      return "kv8";
+    case KvStorage::fp8_e4m3:
+      return "kvfp8";
+    case KvStorage::dtype:
+      break;
+  }
+  return "dtype";
 }
 
 float default_scale(int head_dim) {
@@ -252,7 +262,11 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   }
   spec.head_dim = require_int(dim.substr(1), "head_dim", dim);
   spec.dtype = parse_dtype(take("dtype"));
-  if (take_if("kv8")) spec.kv_storage = KvStorage::int8;
+  if (take_if("kv8")) {
+    spec.kv_storage = KvStorage::int8;
+  } else if (take_if("kvfp8")) {
+    spec.kv_storage = KvStorage::fp8_e4m3;
+  }
   spec.return_weights = take_if("weights");
   if (next != tokens.size()) {
     throw SpecError("spec", fmt::format("unexpected token '{}' in '{}'; grammar: {}", tokens[next],

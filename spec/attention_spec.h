@@ -24,9 +24,10 @@ enum class BiasKind { none, tensor, alibi };
 // Storage type of q, k, v, bias, out and weights; arithmetic is always f32.
 enum class DType { f32, f16, bf16 };
 
-// How the KV cache stores K and V: in the spec's dtype, or as int8 with an f32
-// scale per (position, KV head), value = int8 * scale (kv_quantization.h).
-enum class KvStorage { dtype, int8 };
+// How the KV cache stores K and V (kv_quantization.h): in the spec's dtype;
+// as int8 with an f32 scale per (position, KV head), value = int8 * scale
+// (kv8); or as fp8 e4m3 with an f32 scale per KV head, value = e4m3 * scale (kvfp8).
+enum class KvStorage { dtype, int8, fp8_e4m3 };
 
 // Thrown for a spec that cannot be built; field() names the offending field.
 class SpecError : public FieldError {

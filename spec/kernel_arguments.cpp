@@ -26,6 +26,7 @@ halide_type_t argument_halide_type(const AttentionSpec& spec, ArgumentElement el
       return kernel_halide_type(spec.dtype, cuda);
     case ArgumentElement::cache:
       if (spec.kv_storage == KvStorage::int8) return halide_type_t(halide_type_int, 8);
+      if (spec.kv_storage == KvStorage::fp8_e4m3) return halide_type_t(halide_type_uint, 8);
       return kernel_halide_type(spec.dtype, cuda);
     case ArgumentElement::int32:
       return halide_type_t(halide_type_int, 32);
@@ -54,6 +55,12 @@ void mark_host_inputs_dirty(KernelArguments& args) {
                                  args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {
     if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
   }
+}
+
+int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slot) {
+  const bool scales =
+      slot.argument == KernelArgument::k_scale || slot.argument == KernelArgument::v_scale;
+  return scales && spec.kv_storage == KvStorage::fp8_e4m3 ? 1 : slot.dimensions;
 }
 
 const std::array<KernelArgumentSlot, 12>& kernel_argument_table() {

@@ -18,8 +18,9 @@ struct KernelArguments {
   halide_buffer_t* q = nullptr;  // every tensor is (d, position, head, batch) innermost first
   halide_buffer_t* k = nullptr;
   halide_buffer_t* v = nullptr;
-  // An int8 cache (kv8) only: f32 (position, kv head, batch), or (position in
-  // page, kv head, page) paged; key j's K row is k(:, j) * k_scale(j).
+  // An 8-bit cache only. kv8 (k and v int8): f32 (position, kv head, batch),
+  // or (position in page, kv head, page) paged; key j's K row is
+  // k(:, j) * k_scale(j). kvfp8 (k and v e4m3 codes, uint8): f32 (kv head).
   halide_buffer_t* k_scale = nullptr;
   halide_buffer_t* v_scale = nullptr;
   halide_buffer_t* key_lengths = nullptr;  // key padding only: int32 [B]
@@ -33,7 +34,8 @@ struct KernelArguments {
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
 
-// storage: the spec's dtype; cache: the KV cache's (the dtype, or int8 with kv8).
+// storage: the spec's dtype; cache: the KV cache's (the dtype, int8 with kv8,
+// uint8 e4m3 codes with kvfp8).
 enum class ArgumentElement { storage, cache, int32, float32 };
 
 // One argument of a kernel, a row of its argument table. The table lists
@@ -64,6 +66,9 @@ enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, 
 using KernelArgumentSlot = ArgumentSlot<KernelArgument, AttentionSpec, KernelArguments>;
 
 const std::array<KernelArgumentSlot, 12>& kernel_argument_table();
+
+// The slot's rank for `spec`: kvfp8's scales are one per KV head.
+int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slot);
 
 template <typename Visit>
 void for_each_kernel_argument(const AttentionSpec& spec, Visit&& visit) {

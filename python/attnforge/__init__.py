@@ -77,6 +77,15 @@ def _extent(array, dim):
     return int(shape[dim]) if len(shape) > abs(dim) else 0
 
 
+def _fp8_as_bytes(array):
+    """A torch float8_e4m3fn tensor as its bytes, the codes the kernels read."""
+    if str(getattr(array, "dtype", "")) == "torch.float8_e4m3fn":
+        import torch
+
+        return array.view(torch.uint8)
+    return array
+
+
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
               scale=None, weights=False, out=None, k_scale=None, v_scale=None):
@@ -91,9 +100,11 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     alignment: "top_left" or "bottom_right" (query i at key i + Lk - Lq);
     key_lengths: int32 [B], the keys each batch keeps; bias: [B or 1, H or 1,
     Lq, Lk]; alibi_slopes: float32 [H]; scale: None for 1/sqrt(D).
-    An 8-bit KV cache: k and v int8 with k_scale and v_scale, float32 [B,
-    H_kv, Lk] (or [num_pages, H_kv, page_size]), one scale per row, as
-    write_quantized_rows() fills them.
+    An 8-bit KV cache, as write_quantized_rows() fills it: k and v int8
+    with k_scale and v_scale, float32 [B, H_kv, Lk] (or [num_pages, H_kv,
+    page_size]), one scale per row (kv8); or k and v fp8 e4m3 codes (uint8,
+    or torch.float8_e4m3fn) with k_scale and v_scale float32 [H_kv], one
+    scale per KV head (kvfp8).
     Returns out ([B, H, Lq, D], written in place when given), and with
     weights=True also the attention weights [B, H, Lq, Lk].
     """
@@ -104,6 +115,7 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
         kv_len = _extent(k, 2) * (_extent(page_table, 1) if page_table is not None else 1)
         weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
     arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
+    k, v = _fp8_as_bytes(k), _fp8_as_bytes(v)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
                              weights_out, k_scale, v_scale))
     return (out, weights_out) if weights else out
@@ -112,11 +124,16 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
 def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):
     """Quantizes rows [B, H_kv, n, D] (float32, float16 or bfloat16) into an
     8-bit cache at positions[b] .. positions[b] + n - 1 of each sequence
-    (positions: int32 [B]): cache int8 [B, H_kv, Lk, D] and scales float32
-    [B, H_kv, Lk], or [num_pages, H_kv, page_size, D] and [num_pages, H_kv,
-    page_size] with page_table (int32 [B, max_pages]). Call once for K and
-    once for V. Raises ValueError naming a bad argument; then nothing is written.
+    (positions: int32 [B]): cache [B, H_kv, Lk, D], or [num_pages, H_kv,
+    page_size, D] with page_table (int32 [B, max_pages]).
+    - cache int8 (kv8): scales float32 [B, H_kv, Lk] (or [num_pages, H_kv,
+      page_size]) receive each row's scale.
+    - cache uint8 or torch.float8_e4m3fn (kvfp8): scales float32 [H_kv], one
+      per KV head, are given and read; values saturate at 448 * scale.
+    Call once for K and once for V. Raises ValueError naming a bad argument;
+    then nothing is written.
     """
+    cache = _fp8_as_bytes(cache)
     _check(_native.write_quantized_rows(rows, positions, cache, scales, page_table))
 
 

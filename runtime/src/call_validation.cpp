@@ -44,35 +44,44 @@ Status check_page_table(const AttentionOptions& o, const ValidatedCall& call, in
 }
 
 // An 8-bit cache's scales (see AttentionOptions::k_scale): both or neither,
-// given exactly when k and v are i8, f32, one per row of k, in CPU memory.
+// given exactly when k and v are i8 or f8e4m3, f32, in CPU memory; one per
+// row of k (i8) or per KV head (f8e4m3).
 Status check_kv_scales(const AttentionOptions& o, const TensorView& k, bool paged) {
-  const bool int8 = k.type == ElementType::i8;
+  const bool quantized = is_cache_type(k.type);
   if (!o.k_scale != !o.v_scale) {
     return invalid(fmt::format("{}: null, but {} is given; an 8-bit cache needs both",
                                o.k_scale ? "v_scale" : "k_scale",
                                o.k_scale ? "k_scale" : "v_scale"));
   }
-  if (int8 && !o.k_scale) {
-    return invalid("k_scale, v_scale: k is i8 (an 8-bit cache); give each row's f32 scale");
-  }
-  if (!int8 && o.k_scale) {
-    return invalid(fmt::format("k_scale: given, but k is {}; an 8-bit cache's k and v are i8",
+  if (quantized && !o.k_scale) {
+    return invalid(fmt::format("k_scale, v_scale: k is {} (an 8-bit cache); give its f32 scales",
                                to_string(k.type)));
   }
-  if (!int8) return Status::success();
+  if (!quantized && o.k_scale) {
+    return invalid(
+        fmt::format("k_scale: given, but k is {}; an 8-bit cache's k and v are i8 or f8e4m3",
+                    to_string(k.type)));
+  }
+  if (!quantized) return Status::success();
   if (o.cu_seqlens_q || o.cu_seqlens_k) {
     return invalid("k_scale: an 8-bit cache is not taken with cu_seqlens (a packed batch)");
   }
-  const char* expected =
-      paged ? "[num_pages, H_kv, page_size] (k's first three)" : "[B, H_kv, Lk] (k's first three)";
+  const bool e4m3 = k.type == ElementType::f8e4m3;
+  const char* expected = e4m3    ? "[H_kv] (one per KV head of k)"
+                         : paged ? "[num_pages, H_kv, page_size] (k's first three)"
+                                 : "[B, H_kv, Lk] (k's first three)";
   for (const auto& [scales, name] : {std::pair{o.k_scale, "k_scale"}, {o.v_scale, "v_scale"}}) {
-    ATTNFORGE_CHECK(check_layout(*scales, name, 3, expected));
+    ATTNFORGE_CHECK(check_layout(*scales, name, e4m3 ? 1 : 3, expected));
     ATTNFORGE_CHECK(check_type(*scales, name, ElementType::f32));
     if (scales->device != Device::cpu || k.device != Device::cpu) {
       return invalid(fmt::format("{}: 8-bit caches have CPU kernels only; k is on {}, {} on {}",
                                  name, to_string(k.device), name, to_string(scales->device)));
     }
-    ATTNFORGE_CHECK(check_extents(*scales, name, {k.shape[0], k.shape[1], k.shape[2]}, expected));
+    if (e4m3) {
+      ATTNFORGE_CHECK(check_extents(*scales, name, {k.shape[1]}, expected));
+    } else {
+      ATTNFORGE_CHECK(check_extents(*scales, name, {k.shape[0], k.shape[1], k.shape[2]}, expected));
+    }
   }
   return Status::success();
 }
@@ -275,8 +284,8 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
     ATTNFORGE_CHECK(check_shape(v, "v", {b, h_kv, lk, d}, "[B, H_kv, Lk, D] (as k)"));
   }
   ATTNFORGE_CHECK(check_shape(out, "out", {b, h, lq, d}, "[B, H, Lq, D] (as q)"));
-  const bool int8_cache = k.type == ElementType::i8;
-  const ElementType cache_type = int8_cache ? ElementType::i8 : q.type;
+  const bool quantized_cache = is_cache_type(k.type);
+  const ElementType cache_type = quantized_cache ? k.type : q.type;
   for (const auto& [tensor, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}}) {
     ATTNFORGE_CHECK(check_type(*tensor, name, tensor == &out ? q.type : cache_type));
     ATTNFORGE_CHECK(check_device(*tensor, name, q.device));
@@ -318,7 +327,9 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
   spec.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));
   spec.head_dim = static_cast<int>(std::min<int64_t>(d, 1 << 20));
   spec.dtype = storage_type(q.type);
-  spec.kv_storage = int8_cache ? KvStorage::int8 : KvStorage::dtype;
+  spec.kv_storage = k.type == ElementType::i8       ? KvStorage::int8
+                    : k.type == ElementType::f8e4m3 ? KvStorage::fp8_e4m3
+                                                    : KvStorage::dtype;
   try {
     spec.validate();
   } catch (const SpecError& error) {

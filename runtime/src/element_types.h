@@ -10,6 +10,8 @@
 
 namespace attnforge::runtime {
 
+// i8 and f8e4m3: the element types of an 8-bit KV cache.
+bool is_cache_type(ElementType type);
 bool is_storage_type(ElementType type);
 // The DType of a float element type (f32 for i32, which is not one).
 DType storage_type(ElementType type);

@@ -39,11 +39,16 @@ Status check_tensors(const TensorView& rows, const TensorView& positions, const 
         fmt::format("rows: expected element type f32, f16 or bf16, got {}", to_string(rows.type)));
   }
   const char* cache_shape = table ? "[num_pages, H_kv, page_size, D]" : "[B, H_kv, Lk, D]";
-  const char* scales_shape = table ? "[num_pages, H_kv, page_size] (cache's first three)"
-                                   : "[B, H_kv, Lk] (cache's first three)";
   ATTNFORGE_CHECK(check_layout(cache, "cache", 4, cache_shape));
-  ATTNFORGE_CHECK(check_type(cache, "cache", ElementType::i8));
-  ATTNFORGE_CHECK(check_layout(scales, "scales", 3, scales_shape));
+  if (!runtime::is_cache_type(cache.type)) {
+    return invalid(fmt::format("cache: expected element type i8 (kv8) or f8e4m3 (kvfp8), got {}",
+                               to_string(cache.type)));
+  }
+  const bool e4m3 = cache.type == ElementType::f8e4m3;
+  const char* scales_shape = e4m3    ? "[H_kv] (one per KV head of the cache)"
+                             : table ? "[num_pages, H_kv, page_size] (cache's first three)"
+                                     : "[B, H_kv, Lk] (cache's first three)";
+  ATTNFORGE_CHECK(check_layout(scales, "scales", e4m3 ? 1 : 3, scales_shape));
   ATTNFORGE_CHECK(check_type(scales, "scales", ElementType::f32));
   ATTNFORGE_CHECK(check_layout(positions, "positions", 1, "[B]"));
   ATTNFORGE_CHECK(check_type(positions, "positions", ElementType::i32));
@@ -69,8 +74,20 @@ Status check_tensors(const TensorView& rows, const TensorView& positions, const 
                     cache_shape, table ? "num_pages >= 1" : "B", table ? 0 : b, h_kv, d,
                     runtime::shape_text(cache)));
   }
-  ATTNFORGE_CHECK(runtime::check_extents(
-      scales, "scales", {cache.shape[0], cache.shape[1], cache.shape[2]}, scales_shape));
+  if (e4m3) {
+    ATTNFORGE_CHECK(runtime::check_extents(scales, "scales", {h_kv}, scales_shape));
+    for (int64_t h = 0; h < h_kv; ++h) {
+      const float scale = static_cast<const float*>(scales.data)[h * scales.strides[0]];
+      if (!(std::isfinite(scale) && scale > 0)) {
+        return invalid(fmt::format(
+            "scales: [{}] is {}; an fp8 cache's scale per KV head is finite and above 0", h,
+            scale));
+      }
+    }
+  } else {
+    ATTNFORGE_CHECK(runtime::check_extents(
+        scales, "scales", {cache.shape[0], cache.shape[1], cache.shape[2]}, scales_shape));
+  }
   if (table) {
     ATTNFORGE_CHECK(check_layout(*table, "page_table", 2, "[B, max_pages]"));
     ATTNFORGE_CHECK(check_type(*table, "page_table", ElementType::i32));
@@ -111,9 +128,11 @@ Status row_targets(const TensorView& rows, const TensorView& positions, const Te
                             b, p / page, slot, p, b, cache.shape[0] - 1));
           }
         }
+        const int64_t scale = scales.rank == 1 ? h * scales.strides[0]
+                                               : slot * scales.strides[0] + h * scales.strides[1] +
+                                                     row * scales.strides[2];
         targets->push_back(
-            {slot * cache.strides[0] + h * cache.strides[1] + row * cache.strides[2],
-             slot * scales.strides[0] + h * scales.strides[1] + row * scales.strides[2]});
+            {slot * cache.strides[0] + h * cache.strides[1] + row * cache.strides[2], scale});
       }
     }
   }
@@ -124,9 +143,9 @@ Status row_targets(const TensorView& rows, const TensorView& positions, const Te
 // whichever ran last.
 Status check_distinct(std::vector<RowTarget> targets) {
   std::sort(targets.begin(), targets.end(),
-            [](const RowTarget& a, const RowTarget& b) { return a.scale < b.scale; });
+            [](const RowTarget& a, const RowTarget& b) { return a.cache < b.cache; });
   for (size_t t = 1; t < targets.size(); ++t) {
-    if (targets[t].scale == targets[t - 1].scale) {
+    if (targets[t].cache == targets[t - 1].cache) {
       return invalid(
           "page_table: two new rows map to one cache row (sequences share a page at the "
           "positions written)");
@@ -164,8 +183,18 @@ Status write_quantized_rows(const TensorView& rows, const TensorView& positions,
                             d, values[next]));
           }
         }
-  auto* cache_at = static_cast<int8_t*>(cache.data);
   auto* scale_at = static_cast<float*>(scales.data);
+  if (cache.type == ElementType::f8e4m3) {
+    auto* cache_at = static_cast<uint8_t*>(cache.data);
+    for (size_t t = 0; t < targets.size(); ++t) {
+      const float scale = scale_at[targets[t].scale];
+      for (int64_t d = 0; d < D; ++d) {
+        cache_at[targets[t].cache + d * cache.strides[3]] = e4m3_code(values[t * D + d] / scale);
+      }
+    }
+    return Status::success();
+  }
+  auto* cache_at = static_cast<int8_t*>(cache.data);
   std::vector<int8_t> levels(static_cast<size_t>(D));
   for (size_t t = 0; t < targets.size(); ++t) {
     scale_at[targets[t].scale] =

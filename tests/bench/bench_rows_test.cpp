@@ -47,16 +47,19 @@ TEST(VsBf16, EightBitRowsAgainstTheSameImplOnABf16Cache) {
   const char* bf16_queries = "causal.br.gqa4x2.d64.bf16.kv8";
   const char* bf16 = "causal.br.gqa4x2.d64.bf16";
   std::vector<BenchRow> rows = {
-      row(f32_queries, "decode", 2), row(bf16_queries, "decode", 2), row(bf16, "decode", 2),
-      row("causal.br.gqa4x2.d64.f32", "decode", 2), row(f32_queries, "other", 2)};
-  const std::vector<Timing> timings = {rounds({5, 6, 5}), rounds({4, 4, 6}), rounds({10, 10, 10}),
-                                       rounds({20, 20, 20}), rounds({1, 1, 1})};
+      row(f32_queries, "decode", 2), row(bf16_queries, "decode", 2),
+      row(bf16, "decode", 2),        row("causal.br.gqa4x2.d64.f32", "decode", 2),
+      row(f32_queries, "other", 2),  row("causal.br.gqa4x2.d64.bf16.kvfp8", "decode", 2)};
+  const std::vector<Timing> timings = {rounds({5, 6, 5}),    rounds({4, 4, 6}),
+                                       rounds({10, 10, 10}), rounds({20, 20, 20}),
+                                       rounds({1, 1, 1}),    rounds({7, 7, 7})};
   set_vs_bf16(rows, timings);
   EXPECT_DOUBLE_EQ(rows[0].vs_bf16, 0.5);  // ratios 0.5, 0.6, 0.5
   EXPECT_DOUBLE_EQ(rows[1].vs_bf16, 0.4);
   EXPECT_EQ(rows[2].vs_bf16, 0.0);  // rows without kv8 have none
   EXPECT_EQ(rows[3].vs_bf16, 0.0);
   EXPECT_EQ(rows[4].vs_bf16, 0.0);  // no bf16 row of "other"
+  EXPECT_DOUBLE_EQ(rows[5].vs_bf16, 0.7);
 }
 
 }  // namespace

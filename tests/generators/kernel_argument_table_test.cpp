@@ -19,12 +19,14 @@ namespace {
 using Halide::Internal::ArgInfoDirection;
 
 template <typename Slot>
-Halide::Type element_type(const Slot& slot, DType dtype, bool int8_cache) {
+Halide::Type element_type(const Slot& slot, DType dtype, KvStorage cache) {
   switch (slot.element) {
     case ArgumentElement::storage:
       return Halide::Type(traits_of(dtype).halide_type);
     case ArgumentElement::cache:
-      return int8_cache ? Halide::Int(8) : Halide::Type(traits_of(dtype).halide_type);
+      if (cache == KvStorage::int8) return Halide::Int(8);
+      if (cache == KvStorage::fp8_e4m3) return Halide::UInt(8);
+      return Halide::Type(traits_of(dtype).halide_type);
     case ArgumentElement::int32:
       return Halide::Int(32);
     case ArgumentElement::float32:
@@ -33,9 +35,18 @@ Halide::Type element_type(const Slot& slot, DType dtype, bool int8_cache) {
   return {};
 }
 
+// kvfp8's scales are one per KV head; every other rank is the table's.
+template <typename Slot>
+int expected_dimensions(const Slot& slot, KvStorage cache) {
+  const std::string name = slot.name;
+  const bool scales = name == "k_scale" || name == "v_scale";
+  return scales && cache == KvStorage::fp8_e4m3 ? 1 : slot.dimensions;
+}
+
 template <typename Slot>
 void expect_declared(const std::string& generator_name, const std::string& text,
-                     const std::vector<Slot>& expected, DType dtype, bool int8_cache = false) {
+                     const std::vector<Slot>& expected, DType dtype,
+                     KvStorage cache = KvStorage::dtype) {
   auto generator = Halide::Internal::GeneratorRegistry::create(
       generator_name, Halide::GeneratorContext(Halide::get_host_target()));
   generator->set_generatorparam_value("spec", text);
@@ -47,9 +58,9 @@ void expect_declared(const std::string& generator_name, const std::string& text,
     EXPECT_EQ(arg.name, slot.name) << text << " argument " << n;
     EXPECT_EQ(arg.dir, slot.output ? ArgInfoDirection::Output : ArgInfoDirection::Input)
         << text << " " << slot.name;
-    EXPECT_EQ(arg.dimensions, slot.dimensions) << text << " " << slot.name;
+    EXPECT_EQ(arg.dimensions, expected_dimensions(slot, cache)) << text << " " << slot.name;
     ASSERT_EQ(arg.types.size(), 1u) << text << " " << slot.name;
-    EXPECT_EQ(arg.types[0], element_type(slot, dtype, int8_cache)) << text << " " << slot.name;
+    EXPECT_EQ(arg.types[0], element_type(slot, dtype, cache)) << text << " " << slot.name;
   }
 }
 
@@ -57,7 +68,7 @@ void expect_attention_takes_the_table(const std::string& text) {
   const AttentionSpec spec = AttentionSpec::parse(text);
   std::vector<KernelArgumentSlot> expected;
   for_each_kernel_argument(spec, [&](const KernelArgumentSlot& slot) { expected.push_back(slot); });
-  expect_declared("attention", text, expected, spec.dtype, spec.quantized_kv());
+  expect_declared("attention", text, expected, spec.dtype, spec.kv_storage);
 }
 
 void expect_layer_takes_the_table(const std::string& text) {
@@ -74,6 +85,8 @@ TEST(KernelArgumentTable, TheGeneratorDeclaresTheTableInOrder) {
   expect_attention_takes_the_table("causal.br.kpad.page16.gqa4x2.d32.f32");
   expect_attention_takes_the_table("causal.br.kpad.alibi.gqa4x2.d32.bf16.kv8");
   expect_attention_takes_the_table("causal.br.kpad.page16.gqa4x2.d32.f32.kv8");
+  expect_attention_takes_the_table("causal.br.kpad.alibi.gqa4x2.d32.bf16.kvfp8");
+  expect_attention_takes_the_table("causal.br.kpad.page16.gqa4x2.d32.f32.kvfp8");
 }
 
 TEST(KernelArgumentTable, TheLayerGeneratorDeclaresItsTableInOrder) {

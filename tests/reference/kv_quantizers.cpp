@@ -47,6 +47,29 @@ std::vector<double> q8_0_round_trip(const std::vector<double>& values) {
   return read_back;
 }
 
+double e4m3_value(int code) {
+  const int exponent = (code >> 3) & 15, mantissa = code & 7;
+  if (exponent == 15 && mantissa == 7) return std::nan("");
+  const double magnitude = exponent == 0 ? mantissa / 8.0 * std::pow(2.0, -6)
+                                         : (1 + mantissa / 8.0) * std::pow(2.0, exponent - 7);
+  return (code & 0x80) ? -magnitude : magnitude;
+}
+
+int e4m3_nearest_code(double value) {
+  // Codes of the value's sign only: +-448 are equally near to a huge value in double.
+  const int sign = std::signbit(value) ? 0x80 : 0x00;
+  int best = sign;
+  double best_distance = INFINITY;
+  for (int code = sign; code < sign + 0x7F; ++code) {
+    const double distance = std::fabs(e4m3_value(code) - value);
+    if (distance < best_distance || (distance == best_distance && code % 2 == 0)) {
+      best = code;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
 QuantizationError quantization_error(const std::vector<double>& values,
                                      const std::vector<double>& read_back) {
   QuantizationError error;

@@ -1,9 +1,9 @@
-// An 8-bit KV cache through the runtime: rows written with
-// write_quantized_rows (a prefill, then one decoding step each) land where
-// their positions say, within half a step of their values, and attention()
-// over them matches the double reference on the cache as written; every bad
-// write is named and writes nothing; a call that gives i8 k and v without
-// their scales (or scales without them) is named.
+// 8-bit KV caches (kv8: i8 rows, kvfp8: e4m3 codes) through the runtime:
+// rows written with write_quantized_rows (a prefill, then one decoding step
+// each) land where their positions say, within half a step of their values,
+// and attention() over them matches the double reference on the cache as
+// written; every bad write is named and writes nothing; a call that gives
+// 8-bit k and v without their scales (or scales without them) is named.
 #include "attnforge/kv_cache.h"
 
 #include <gtest/gtest.h>
@@ -17,13 +17,17 @@
 
 #include "attnforge/attention.h"
 #include "spec/dtype_traits.h"
+#include "spec/kv_quantization.h"
 #include "tests/reference/attention_reference.h"
+#include "tests/reference/kv_quantizers.h"
 #include "tests/support/attention_case.h"
 
 namespace attnforge::testing {
 namespace {
 
 constexpr int kHeads = 8, kKvHeads = 2, kDim = 64;
+// kvfp8's scale per KV head for values in [-1, 1]: 1 is code 400's value.
+constexpr float kFp8Scale = 1.0f / 400;
 
 std::vector<float> random_values(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -37,21 +41,29 @@ std::vector<float> random_values(size_t count, uint32_t seed) {
 // cache of `capacity` positions (contiguous, or pages of `page` positions in
 // shuffled order), and its lengths so far.
 struct Cache {
-  Cache(int batch, int capacity, int page)
-      : batch(batch), capacity(capacity), page(page), lengths(batch, 0) {
+  Cache(int batch, int capacity, int page, KvStorage storage = KvStorage::int8)
+      : batch(batch), capacity(capacity), page(page), storage(storage), lengths(batch, 0) {
     const int width = page ? (capacity + page - 1) / page : 0;
     const int slots = page ? batch * width : batch;
     const int rows = page ? page : capacity;
     k.assign(size_t(slots) * kKvHeads * rows * kDim, 0);
     v = k;
-    k_scale.assign(size_t(slots) * kKvHeads * rows, 0.0f);
-    v_scale = k_scale;
-    k_view = TensorView::contiguous(k.data(), ElementType::i8, {slots, kKvHeads, rows, kDim});
-    v_view = TensorView::contiguous(v.data(), ElementType::i8, {slots, kKvHeads, rows, kDim});
-    k_scale_view =
-        TensorView::contiguous(k_scale.data(), ElementType::f32, {slots, kKvHeads, rows});
-    v_scale_view =
-        TensorView::contiguous(v_scale.data(), ElementType::f32, {slots, kKvHeads, rows});
+    const ElementType type = fp8() ? ElementType::f8e4m3 : ElementType::i8;
+    k_view = TensorView::contiguous(k.data(), type, {slots, kKvHeads, rows, kDim});
+    v_view = TensorView::contiguous(v.data(), type, {slots, kKvHeads, rows, kDim});
+    if (fp8()) {
+      k_scale.assign(kKvHeads, kFp8Scale);
+      v_scale = k_scale;
+      k_scale_view = TensorView::contiguous(k_scale.data(), ElementType::f32, {kKvHeads});
+      v_scale_view = TensorView::contiguous(v_scale.data(), ElementType::f32, {kKvHeads});
+    } else {
+      k_scale.assign(size_t(slots) * kKvHeads * rows, 0.0f);
+      v_scale = k_scale;
+      k_scale_view =
+          TensorView::contiguous(k_scale.data(), ElementType::f32, {slots, kKvHeads, rows});
+      v_scale_view =
+          TensorView::contiguous(v_scale.data(), ElementType::f32, {slots, kKvHeads, rows});
+    }
     if (page) {
       std::vector<int> place(slots);
       std::iota(place.begin(), place.end(), 0);
@@ -95,9 +107,12 @@ struct Cache {
     return Status::success();
   }
 
+  bool fp8() const { return storage == KvStorage::fp8_e4m3; }
+
   int batch, capacity, page;
+  KvStorage storage;
   std::vector<int> lengths;
-  std::vector<int8_t> k, v;
+  std::vector<int8_t> k, v;  // int8 levels, or e4m3 codes' bytes
   std::vector<float> k_scale, v_scale;
   std::vector<int32_t> table;
   TensorView k_view, v_view, k_scale_view, v_scale_view, table_view;
@@ -105,14 +120,23 @@ struct Cache {
   std::vector<std::vector<std::vector<double>>> source_k, source_v;
 
   // Element d of position p of sequence b, KV head h, as the cache holds it:
-  // level * scale, checked to be within half a step of the value written.
+  // level * scale, checked to be within half a step of the value written
+  // (e4m3 codes by their definition: a step is 1/8 of the value's binade).
   double read(bool values, int b, int h, int p, int d) const {
     const int rows = page ? page : capacity;
     const int slot = page ? table[b * table_view.shape[1] + p / page] : b;
     const size_t row = (size_t(slot) * kKvHeads + h) * rows + (page ? p % page : p);
-    const float scale = (values ? v_scale : k_scale)[row];
-    const double stored = double((values ? v : k)[row * kDim + d]) * scale;
+    const int8_t level = (values ? v : k)[row * kDim + d];
     const double written = (values ? source_v : source_k)[b][h][size_t(p) * kDim + d];
+    if (fp8()) {
+      const double scale = (values ? v_scale : k_scale)[h];
+      const double stored = reference::e4m3_value(static_cast<uint8_t>(level)) * scale;
+      const double half_step = std::max(std::fabs(written) / 16, std::ldexp(scale, -10));
+      EXPECT_LE(std::fabs(stored - written), half_step * (1 + 1e-5)) << b << " " << h << " " << p;
+      return stored;
+    }
+    const float scale = (values ? v_scale : k_scale)[row];
+    const double stored = double(level) * scale;
     EXPECT_LE(std::fabs(stored - written), scale * (0.5 + 1e-5)) << b << " " << h << " " << p;
     return stored;
   }
@@ -126,6 +150,7 @@ void expect_decoding_matches_reference(Cache& cache, int q_len, ElementType q_ty
             Lk = cache.page ? cache.table_view.shape[1] * cache.page : cache.capacity;
   AttentionSpec spec = AttentionSpec::parse("causal.br.kpad.gqa8x2.d64.f32.kv8");
   spec.dtype = q_type == ElementType::bf16 ? DType::bf16 : DType::f32;
+  spec.kv_storage = cache.storage;
   spec.page_size = cache.page;
   reference::Problem problem;
   problem.spec = spec;
@@ -188,21 +213,46 @@ void expect_decoding_matches_reference(Cache& cache, int q_len, ElementType q_ty
 }
 
 TEST(KvCache, PrefillThenDecodingStepsMatchTheReference) {
-  Cache cache(2, 80, 0);
-  ASSERT_TRUE(cache.append(37, 1).ok());
-  expect_decoding_matches_reference(cache, 37, ElementType::f32);
-  ASSERT_TRUE(cache.append(1, 2).ok());
-  ASSERT_TRUE(cache.append(1, 3).ok());
-  expect_decoding_matches_reference(cache, 1, ElementType::f32);
-  expect_decoding_matches_reference(cache, 5, ElementType::f32);
+  for (KvStorage storage : {KvStorage::int8, KvStorage::fp8_e4m3}) {
+    SCOPED_TRACE(to_string(storage));
+    Cache cache(2, 80, 0, storage);
+    ASSERT_TRUE(cache.append(37, 1).ok());
+    expect_decoding_matches_reference(cache, 37, ElementType::f32);
+    ASSERT_TRUE(cache.append(1, 2).ok());
+    ASSERT_TRUE(cache.append(1, 3).ok());
+    expect_decoding_matches_reference(cache, 1, ElementType::f32);
+    expect_decoding_matches_reference(cache, 5, ElementType::f32);
+  }
 }
 
 TEST(KvCache, APagedCacheMatchesTheReference) {
-  Cache cache(3, 64, 16);
-  ASSERT_TRUE(cache.append(21, 4).ok());
-  ASSERT_TRUE(cache.append(1, 5).ok());
-  expect_decoding_matches_reference(cache, 1, ElementType::bf16);
-  expect_decoding_matches_reference(cache, 8, ElementType::bf16);
+  for (KvStorage storage : {KvStorage::int8, KvStorage::fp8_e4m3}) {
+    SCOPED_TRACE(to_string(storage));
+    Cache cache(3, 64, 16, storage);
+    ASSERT_TRUE(cache.append(21, 4).ok());
+    ASSERT_TRUE(cache.append(1, 5).ok());
+    expect_decoding_matches_reference(cache, 1, ElementType::bf16);
+    expect_decoding_matches_reference(cache, 8, ElementType::bf16);
+  }
+}
+
+// Values past 448 * scale are stored as +-448 * scale, never as a NaN code.
+TEST(KvCache, Fp8ValuesPastTheRangeSaturate) {
+  Cache cache(1, 4, 0, KvStorage::fp8_e4m3);
+  std::vector<float> rows(kKvHeads * kDim, 0.0f);
+  rows[0] = 500 * kFp8Scale;
+  rows[1] = -1e30f;
+  rows[2] = 448 * kFp8Scale;
+  int32_t position = 2;
+  const Status status = write_quantized_rows(
+      TensorView::contiguous(rows.data(), ElementType::f32, {1, kKvHeads, 1, kDim}),
+      TensorView::contiguous(&position, ElementType::i32, {1}), cache.k_view, cache.k_scale_view);
+  ASSERT_TRUE(status.ok()) << status.message;
+  const size_t row = 2 * kDim;
+  EXPECT_EQ(uint8_t(cache.k[row + 0]), 0x7E);
+  EXPECT_EQ(uint8_t(cache.k[row + 1]), 0xFE);
+  EXPECT_EQ(uint8_t(cache.k[row + 2]), 0x7E);
+  EXPECT_EQ(uint8_t(cache.k[row + 3]), 0x00);
 }
 
 // A bad write: the status names `field`, and cache and scales are as before.
@@ -245,6 +295,25 @@ TEST(KvCache, BadWritesAreNamedAndWriteNothing) {
   const TensorView int_rows =
       TensorView::contiguous(ints.data(), ElementType::i32, {2, kKvHeads, 4, kDim});
   expect_rejected(contiguous, int_rows, {3, 3}, nullptr, nullptr, "rows");
+
+  Cache fp8(2, 40, 0, KvStorage::fp8_e4m3);
+  ASSERT_TRUE(fp8.append(3, 8).ok());
+  values[5] = 0.5f;
+  expect_rejected(fp8, rows, {3, 37}, nullptr, nullptr, "positions");
+  expect_rejected(fp8, rows, {3, 3}, nullptr, &bad_scales, "scales");  // kv8's shape
+  std::vector<float> head_scales = {kFp8Scale, 0.0f};
+  const TensorView zero_scale =
+      TensorView::contiguous(head_scales.data(), ElementType::f32, {kKvHeads});
+  expect_rejected(fp8, rows, {3, 3}, nullptr, &zero_scale, "scales");
+  head_scales[1] = NAN;
+  expect_rejected(fp8, rows, {3, 3}, nullptr, &zero_scale, "scales");
+  std::vector<int16_t> halves(2 * kKvHeads * 40 * kDim);
+  const TensorView f16_cache =
+      TensorView::contiguous(halves.data(), ElementType::f16, {2, kKvHeads, 40, kDim});
+  const TensorView tpositions = TensorView::contiguous(ints.data(), ElementType::i32, {2});
+  const Status status =
+      write_quantized_rows(rows, tpositions, f16_cache, fp8.k_scale_view, nullptr);
+  EXPECT_EQ(status.message.rfind("cache:", 0), 0u) << status.message;
 }
 
 TEST(KvCache, AttentionNamesMissingOrStrayScales) {
@@ -274,6 +343,14 @@ TEST(KvCache, AttentionNamesMissingOrStrayScales) {
   wrong.v_scale = &cache.v_scale_view;
   status = attention(tq, cache.k_view, cache.v_view, tout, wrong);
   EXPECT_EQ(status.message.rfind("k_scale", 0), 0u) << status.message;
+  // An fp8 cache takes a scale per KV head, not kv8's per row.
+  Cache fp8(1, 16, 0, KvStorage::fp8_e4m3);
+  ASSERT_TRUE(fp8.append(16, 10).ok());
+  AttentionOptions per_row;
+  per_row.k_scale = &cache.k_scale_view;
+  per_row.v_scale = &cache.v_scale_view;
+  status = attention(tq, fp8.k_view, fp8.v_view, tout, per_row);
+  EXPECT_EQ(status.message.rfind("k_scale: expected", 0), 0u) << status.message;
   for (float value : out) EXPECT_EQ(value, 5.0f);
 }
 

@@ -143,11 +143,10 @@ class Attention(unittest.TestCase):
             np.testing.assert_allclose(out[:, :, cu_q[s]:cu_q[s + 1]], expected, atol=2e-5,
                                        rtol=2e-5)
 
-    def test_an_8bit_cache_is_written_then_read(self):
-        # A prefill of 30 rows, then one decoding step, per sequence.
-        batch, kv_heads, capacity, dim = 2, 2, 48, 64
-        cache = {name: np.zeros((batch, kv_heads, capacity, dim), np.int8) for name in "kv"}
-        scales = {name: np.zeros((batch, kv_heads, capacity), np.float32) for name in "kv"}
+    def write_prefill_then_step(self, cache, scales):
+        """Writes a prefill of 30 rows, then one step, into cache["k"] and cache["v"]
+        [B, H_kv, capacity, D]; returns the rows written, by position."""
+        batch, kv_heads, capacity, dim = cache["k"].shape
         written = {name: np.zeros((batch, kv_heads, capacity, dim)) for name in "kv"}
         for first, count in ((0, 30), (30, 1)):
             positions = np.full(batch, first, np.int32)
@@ -155,17 +154,32 @@ class Attention(unittest.TestCase):
                 rows = random(self.rng, (batch, kv_heads, count, dim))
                 attnforge.write_quantized_rows(rows, positions, cache[name], scales[name])
                 written[name][:, :, first:first + count] = rows
-        read = {name: cache[name].astype(np.float64) * scales[name][..., None] for name in "kv"}
-        step = np.abs(written["k"]).max(axis=-1, keepdims=True) / 127
-        self.assertTrue(np.all(np.abs(read["k"] - written["k"]) <= step * (0.5 + 1e-5)))
+        return written
+
+    def expect_decoding_reads(self, cache, scales, read):
+        """One query per sequence over the 31 rows written matches the reference on
+        `read`, the cache's values; returns the queries and key lengths."""
+        batch, _, _, dim = cache["k"].shape
         q = random(self.rng, (batch, 8, 1, dim))
-        lengths = np.array([31, 31], np.int32)
+        lengths = np.full(batch, 31, np.int32)
         out = attnforge.attention(q, cache["k"], cache["v"], mask="causal",
                                   alignment="bottom_right", key_lengths=lengths,
                                   k_scale=scales["k"], v_scale=scales["v"])
         expected, _ = reference(q, read["k"], read["v"], "causal", "bottom_right",
                                 key_lengths=lengths)
         np.testing.assert_allclose(out, expected, atol=1e-4, rtol=1e-4)
+        return q, lengths
+
+    def test_an_8bit_cache_is_written_then_read(self):
+        # A prefill of 30 rows, then one decoding step, per sequence.
+        batch, kv_heads, capacity, dim = 2, 2, 48, 64
+        cache = {name: np.zeros((batch, kv_heads, capacity, dim), np.int8) for name in "kv"}
+        scales = {name: np.zeros((batch, kv_heads, capacity), np.float32) for name in "kv"}
+        written = self.write_prefill_then_step(cache, scales)
+        read = {name: cache[name].astype(np.float64) * scales[name][..., None] for name in "kv"}
+        step = np.abs(written["k"]).max(axis=-1, keepdims=True) / 127
+        self.assertTrue(np.all(np.abs(read["k"] - written["k"]) <= step * (0.5 + 1e-5)))
+        q, lengths = self.expect_decoding_reads(cache, scales, read)
         before = cache["k"].copy()
         with self.assertRaisesRegex(ValueError, r"^positions: \[0\] is 40"):
             attnforge.write_quantized_rows(random(self.rng, (batch, kv_heads, 9, dim)),
@@ -173,6 +187,30 @@ class Attention(unittest.TestCase):
         np.testing.assert_array_equal(cache["k"], before)
         with self.assertRaisesRegex(ValueError, r"^k_scale, v_scale"):
             attnforge.attention(q, cache["k"], cache["v"], mask="causal", key_lengths=lengths)
+
+    def test_an_fp8_cache_is_written_then_read(self):
+        # e4m3 codes (uint8) with a scale per KV head; a prefill, then one step.
+        batch, kv_heads, capacity, dim = 2, 2, 48, 64
+        cache = {name: np.zeros((batch, kv_heads, capacity, dim), np.uint8) for name in "kv"}
+        scales = {name: np.full(kv_heads, 1 / 400, np.float32) for name in "kv"}
+        written = self.write_prefill_then_step(cache, scales)
+
+        def e4m3_values(codes):  # by the format's definition
+            c = codes.astype(np.int64)
+            exponent, mantissa = (c >> 3) & 15, c & 7
+            magnitude = np.where(exponent == 0, mantissa / 8 * 2.0**-6,
+                                 (1 + mantissa / 8) * 2.0**(exponent - 7))
+            return np.where(c & 0x80, -magnitude, magnitude)
+
+        read = {name: e4m3_values(cache[name]) * scales[name][None, :, None, None].astype(np.float64)
+                for name in "kv"}
+        half_step = np.maximum(np.abs(written["k"]) / 16, scales["k"][0] * 2.0**-10)
+        self.assertTrue(np.all(np.abs(read["k"] - written["k"]) <= half_step * (1 + 1e-5)))
+        self.expect_decoding_reads(cache, scales, read)
+        with self.assertRaisesRegex(ValueError, r"^scales: \[1\] is 0"):
+            attnforge.write_quantized_rows(random(self.rng, (batch, kv_heads, 1, dim)),
+                                           np.array([31, 31], np.int32), cache["k"],
+                                           np.array([1.0, 0.0], np.float32))
 
     def test_errors_are_exceptions_and_nothing_is_written(self):
         q, k, v = self.qkv(1, 8, 2, 3, 5, 64)

@@ -49,7 +49,7 @@ std::set<std::string> packaged_attention_specs() {
 
 TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
   const std::set<std::string> specs = packaged_attention_specs();
-  EXPECT_EQ(specs.size(), 9u);
+  EXPECT_EQ(specs.size(), 11u);
   // A head dim of five 8-lane vectors: on an AVX-512 host its kernels are 8 lanes wide.
   EXPECT_EQ(specs.count("causal.br.kpad.gqa4x2.d40.f32"), 1u);
   for (const std::string& spec : specs) {
@@ -102,11 +102,11 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  // Every spec for avx2, host and CUDA, but the paged and 8-bit caches (3
+  // Every spec for avx2, host and CUDA, but the paged and 8-bit caches (5
   // specs) on CUDA; the f16 spec's tensor-core generic kernel on CUDA has an
   // unaligned fallback, a generic kernel too.
-  EXPECT_EQ(generic, 9 * 3 - 3 + 1);
-  EXPECT_EQ(short_queries, 9 * 3 - 3);
+  EXPECT_EQ(generic, 11 * 3 - 5 + 1);
+  EXPECT_EQ(short_queries, 11 * 3 - 5);
   // The correct record for avx2 and host, and the CUDA one; the wrong one never.
   EXPECT_EQ(tuned, 3);
   EXPECT_EQ(cuda, 6 * 2 + 1 + 1);

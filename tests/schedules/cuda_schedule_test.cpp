@@ -76,6 +76,8 @@ TEST(CudaSchedule, TheTensorCoreFormNamesItsMisfits) {
   EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), kCuda));
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f32.kv8"), kCuda)->field(),
             "kv_storage");
+  EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f32.kvfp8"), kCuda)->field(),
+            "kv_storage");
 }
 
 TEST(CudaSchedule, MisfitsNameTheKnob) {

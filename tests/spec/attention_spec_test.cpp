@@ -25,6 +25,8 @@ const char* const kCanonicalSpecs[] = {
     "full.kpad.page1.alibi.mha2.d64.bf16",
     "causal.br.kpad.page16.gqa32x8.d128.bf16.kv8",
     "full.bias.mha4.d32.f32.kv8.weights",
+    "causal.br.kpad.page16.gqa32x8.d128.bf16.kvfp8",
+    "window64_0.alibi.mqa4.d64.f16.kvfp8",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -113,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"causal.kpad.page16.bias.mha8.d64.f32", "page_size"},
         BadSpec{"causal.kpad.page16.mha8.d64.f32.weights", "page_size"},
         BadSpec{"causal.mha8.d64.f32.weights.kv8", "spec"},
-        BadSpec{"causal.mha8.d64.kv8.f32", "dtype"}, BadSpec{"causal.mha99999.d64.f32", "heads"}));
+        BadSpec{"causal.mha8.d64.kv8.f32", "dtype"},
+        BadSpec{"causal.mha8.d64.f32.kv8.kvfp8", "spec"},
+        BadSpec{"causal.mha99999.d64.f32", "heads"}));
 
 TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
   AttentionSpec spec;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "spec/kv_quantization.h"
+#include "tests/reference/kv_quantizers.h"
 
 namespace attnforge::testing {
 
@@ -26,6 +27,28 @@ void fill_uniform(HostTensor& tensor, std::mt19937& rng, double magnitude) {
     for (int x2 = 0; x2 < e[2]; ++x2)
       for (int x1 = 0; x1 < e[1]; ++x1)
         for (int x0 = 0; x0 < e[0]; ++x0) tensor.set({x0, x1, x2, x3}, dist(rng));
+}
+
+// Random finite e4m3 codes (no 0x7F or 0xFF).
+void fill_e4m3_codes(HostTensor& tensor, std::mt19937& rng) {
+  std::uniform_int_distribution<int> codes(0, 253);
+  auto e = tensor.extents();
+  for (int x3 = 0; x3 < e[3]; ++x3)
+    for (int x2 = 0; x2 < e[2]; ++x2)
+      for (int x1 = 0; x1 < e[1]; ++x1)
+        for (int x0 = 0; x0 < e[0]; ++x0) {
+          const int code = codes(rng);
+          tensor.set({x0, x1, x2, x3}, code < 0x7F ? code : code + 1);
+        }
+}
+
+// The indices of every element of KV head h in a (d, position, head, batch) cache.
+std::vector<HostTensor::Extents> each_row_element(const HostTensor::Extents& e, int h) {
+  std::vector<HostTensor::Extents> indices;
+  for (int b = 0; b < e[3]; ++b)
+    for (int j = 0; j < e[1]; ++j)
+      for (int d = 0; d < e[0]; ++d) indices.push_back({d, j, h, b});
+  return indices;
 }
 
 }  // namespace
@@ -70,28 +93,48 @@ std::unique_ptr<HostTensor> AttentionCase::make_qkv(int heads, int len, Layout l
                                       memory_order_for(layout));
 }
 
-// An 8-bit cache: k_ and v_ become the int8 rows of their values and
-// k_scale_ and v_scale_ their scales; the reference reads the dequantized cache.
+// An 8-bit cache: k_ and v_ become the int8 rows (kv8) or e4m3 codes
+// (kvfp8) of their values and k_scale_ and v_scale_ their scales; the
+// reference reads the cache dequantized, e4m3 codes by their definition.
 void AttentionCase::quantize_cache() {
   const int D = spec_.head_dim;
+  const bool e4m3 = spec_.kv_storage == KvStorage::fp8_e4m3;
   std::vector<float> row(D);
   std::vector<int8_t> quantized(D);
   for (auto [cache, scales] : {std::pair{&k_, &k_scale_}, std::pair{&v_, &v_scale_}}) {
     const HostTensor::Extents e = (*cache)->extents();
-    auto int8 = std::make_unique<HostTensor>(halide_type_t(halide_type_int, 8), e,
-                                             memory_order_for(options_.layout));
-    *scales = std::make_unique<HostTensor>(halide_type_t(halide_type_float, 32),
-                                           HostTensor::Extents{e[1], e[2], e[3], 1});
-    for (int b = 0; b < e[3]; ++b) {
+    auto levels =
+        std::make_unique<HostTensor>(halide_type_t(e4m3 ? halide_type_uint : halide_type_int, 8), e,
+                                     memory_order_for(options_.layout));
+    *scales = std::make_unique<HostTensor>(
+        halide_type_t(halide_type_float, 32),
+        e4m3 ? HostTensor::Extents{e[2], 1, 1, 1} : HostTensor::Extents{e[1], e[2], e[3], 1});
+    if (e4m3) {
+      // One scale per KV head: its largest magnitude maps to 448.
       for (int h = 0; h < e[2]; ++h) {
-        for (int j = 0; j < e[1]; ++j) {
-          for (int d = 0; d < D; ++d) row[d] = static_cast<float>((*cache)->get({d, j, h, b}));
-          (*scales)->set({j, h, b, 0}, quantize_row(row.data(), D, quantized.data()));
-          for (int d = 0; d < D; ++d) int8->set({d, j, h, b}, quantized[d]);
+        double largest = 0;
+        for (const auto& index : each_row_element(e, h)) {
+          largest = std::max(largest, std::fabs((*cache)->get(index)));
+        }
+        (*scales)->set({h, 0, 0, 0}, largest / kE4m3Largest);
+        const float scale = static_cast<float>((*scales)->get({h, 0, 0, 0}));
+        for (const auto& index : each_row_element(e, h)) {
+          const float value = static_cast<float>((*cache)->get(index));
+          levels->set(index, scale > 0 ? e4m3_code(value / scale) : 0);
+        }
+      }
+    } else {
+      for (int b = 0; b < e[3]; ++b) {
+        for (int h = 0; h < e[2]; ++h) {
+          for (int j = 0; j < e[1]; ++j) {
+            for (int d = 0; d < D; ++d) row[d] = static_cast<float>((*cache)->get({d, j, h, b}));
+            (*scales)->set({j, h, b, 0}, quantize_row(row.data(), D, quantized.data()));
+            for (int d = 0; d < D; ++d) levels->set({d, j, h, b}, quantized[d]);
+          }
         }
       }
     }
-    *cache = std::move(int8);
+    *cache = std::move(levels);
   }
   problem_.k = dequantized(*k_, *k_scale_);
   problem_.v = dequantized(*v_, *v_scale_);
@@ -99,19 +142,23 @@ void AttentionCase::quantize_cache() {
   args_.v = v_->raw();
   args_.k_scale = k_scale_->raw();
   args_.v_scale = v_scale_->raw();
-  args_.k_scale->dimensions = args_.v_scale->dimensions = 3;
+  args_.k_scale->dimensions = args_.v_scale->dimensions = e4m3 ? 1 : 3;
 }
 
 // [B][H_kv][Lk][D] values of an 8-bit cache, as the kernel computes them.
 std::vector<double> AttentionCase::dequantized(const HostTensor& cache, const HostTensor& scales) {
   const HostTensor::Extents e = cache.extents();
+  const bool e4m3 = cache.type().code == halide_type_uint;
   std::vector<double> values;
   for (int b = 0; b < e[3]; ++b)
     for (int h = 0; h < e[2]; ++h)
       for (int j = 0; j < e[1]; ++j)
         for (int d = 0; d < e[0]; ++d) {
-          values.push_back(dequantize(static_cast<int8_t>(cache.get({d, j, h, b})),
-                                      static_cast<float>(scales.get({j, h, b, 0}))));
+          const double level = cache.get({d, j, h, b});
+          values.push_back(e4m3 ? reference::e4m3_value(static_cast<int>(level)) *
+                                      scales.get({h, 0, 0, 0})
+                                : dequantize(static_cast<int8_t>(level),
+                                             static_cast<float>(scales.get({j, h, b, 0}))));
         }
   return values;
 }
@@ -134,8 +181,12 @@ void AttentionCase::page_cache(std::mt19937& rng) {
     *paged = std::make_unique<HostTensor>(
         cache->raw()->type, HostTensor::Extents{spec_.head_dim, P, spec_.kv_heads, pages},
         memory_order_for(options_.layout));
-    fill_uniform(**paged, rng, spec_.quantized_kv() ? 127.0 : 100.0);
-    if (scales) {
+    if (spec_.kv_storage == KvStorage::fp8_e4m3) {
+      fill_e4m3_codes(**paged, rng);
+    } else {
+      fill_uniform(**paged, rng, spec_.quantized_kv() ? 127.0 : 100.0);
+    }
+    if (scales && spec_.kv_storage == KvStorage::int8) {
       *paged_scales = std::make_unique<HostTensor>(
           halide_type_t(halide_type_float, 32), HostTensor::Extents{P, spec_.kv_heads, pages, 1});
       fill_uniform(**paged_scales, rng, 100.0);
@@ -148,7 +199,8 @@ void AttentionCase::page_cache(std::mt19937& rng) {
             for (int d = 0; d < spec_.head_dim; ++d) {
               (*paged)->set({d, r, h, page}, cache->get({d, n * P + r, h, b}));
             }
-            if (scales) (*paged_scales)->set({r, h, page, 0}, scales->get({n * P + r, h, b, 0}));
+            if (*paged_scales)
+              (*paged_scales)->set({r, h, page, 0}, scales->get({n * P + r, h, b, 0}));
           }
         }
       }
@@ -162,7 +214,7 @@ void AttentionCase::page_cache(std::mt19937& rng) {
   }
   args_.k = k_pages_->raw();
   args_.v = v_pages_->raw();
-  if (spec_.quantized_kv()) {
+  if (spec_.kv_storage == KvStorage::int8) {
     args_.k_scale = k_scale_pages_->raw();
     args_.v_scale = v_scale_pages_->raw();
     args_.k_scale->dimensions = args_.v_scale->dimensions = 3;

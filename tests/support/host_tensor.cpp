@@ -35,6 +35,8 @@ double HostTensor::set(const Extents& index, double value) {
   float f = static_cast<float>(value);
   if (type_.code == halide_type_int && type_.bits == 8) {
     *reinterpret_cast<int8_t*>(at) = static_cast<int8_t>(value);
+  } else if (type_.code == halide_type_uint && type_.bits == 8) {
+    *at = static_cast<uint8_t>(value);
   } else if (type_.code == halide_type_int) {
     int32_t integer = static_cast<int32_t>(value);
     std::memcpy(at, &integer, sizeof integer);
@@ -50,6 +52,7 @@ double HostTensor::set(const Extents& index, double value) {
 double HostTensor::get(const Extents& index) const {
   const uint8_t* at = storage_.data() + offset(index);
   if (type_.code == halide_type_int && type_.bits == 8) return *reinterpret_cast<const int8_t*>(at);
+  if (type_.code == halide_type_uint && type_.bits == 8) return *at;
   if (type_.code == halide_type_int) {
     int32_t integer;
     std::memcpy(&integer, at, sizeof integer);

@@ -30,6 +30,7 @@ class HostTensor {
   std::vector<double> values() const;
 
   halide_buffer_t* raw() { return &buffer_; }
+  halide_type_t type() const { return buffer_.type; }
   const Extents& extents() const { return extents_; }
 
   // Make logical dim `dim` (now of extent 1) read as extent `extent` with stride 0.

@@ -67,10 +67,12 @@ struct AttentionOptions {
   const TensorView* cu_seqlens_q = nullptr;
   const TensorView* cu_seqlens_k = nullptr;
 
-  // An 8-bit KV cache: k and v are i8 and each row has an f32 scale, so key
-  // j's K row is k[b, h, j, :] * k_scale[b, h, j] (and V's likewise).
-  // [B, H_kv, Lk], or [num_pages, H_kv, page_size] with a page table: one per
-  // row of k and v. Both or neither; CPU only; not with cu_seqlens.
+  // An 8-bit KV cache (kv_cache.h), both or neither; CPU only; not with cu_seqlens.
+  // - k and v i8 (kv8): each row has an f32 scale, so key j's K row is
+  //   k[b, h, j, :] * k_scale[b, h, j] (and V's likewise). [B, H_kv, Lk], or
+  //   [num_pages, H_kv, page_size] with a page table: one per row of k and v.
+  // - k and v f8e4m3 (kvfp8): e4m3 codes and an f32 scale per KV head, [H_kv],
+  //   so key j's K row is e4m3(k[b, h, j, :]) * k_scale[h].
   // write_quantized_rows (kv_cache.h) fills them.
   const TensorView* k_scale = nullptr;
   const TensorView* v_scale = nullptr;

@@ -13,7 +13,9 @@ inline TensorView view_of(const halide_buffer_t& buffer) {
   TensorView view;
   view.data = buffer.host;
   const halide_type_t type = buffer.type;
+  // uint8: an fp8 cache's e4m3 codes.
   view.type = type.code == halide_type_int && type.bits == 8      ? ElementType::i8
+              : type.code == halide_type_uint && type.bits == 8   ? ElementType::f8e4m3
               : type.code == halide_type_int                      ? ElementType::i32
               : type.code == halide_type_bfloat                   ? ElementType::bf16
               : type.code == halide_type_float && type.bits == 16 ? ElementType::f16

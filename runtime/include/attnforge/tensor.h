@@ -8,8 +8,9 @@
 
 namespace attnforge {
 
-// i32: key lengths, page tables and offsets; i8: an 8-bit KV cache's rows.
-enum class ElementType { f32, f16, bf16, i32, i8 };
+// i32: key lengths, page tables and offsets; i8: an 8-bit KV cache's int8
+// rows (kv8); f8e4m3: fp8 e4m3 codes, a byte each (kvfp8).
+enum class ElementType { f32, f16, bf16, i32, i8, f8e4m3 };
 enum class Device { cpu, cuda };
 
 // Bytes per element.
