@@ -272,6 +272,28 @@ TEST_P(HorizontalSums, EachKeyOfARegisterTileIsOneVectorReduction) {
 
 class Int8Rows : public testing::EachIsa {};
 
+// The decoding kernel's assembly for `text` on the test's ISA, one file per
+// ISA and spec (ctest runs the ISAs' tests at once), line by line.
+std::vector<std::string> decoder_assembly(const Target& target, const std::string& text) {
+  auto generator = GeneratorRegistry::create("attention", GeneratorContext(target));
+  generator->set_generatorparam_value("spec", text);
+  generator->set_generatorparam_value("schedule", testing::preset_for("decode", target));
+  Pipeline pipeline = generator->build_pipeline();
+  const std::string isa = target.has_feature(Target::AVX512) ? "avx512" : "avx2";
+  const std::string path = ::testing::TempDir() + "eight_bit_rows_" + isa + "_" +
+                           AttentionSpec::parse(text).to_string() + ".s";
+  pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention",
+                               target.with_feature(Target::NoRuntime));
+  std::ifstream assembly(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(assembly, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has(const std::string& line, const char* text) {
+  return line.find(text) != std::string::npos;
+}
+
 // The assembly of an 8-bit cache's decoding kernel: its int8 rows are loaded
 // a vector at a time straight into the widening instruction (vpmovsxbd from
 // memory into the ISA's vector registers), never a byte at a time (movsb*).
@@ -281,26 +303,39 @@ TEST_P(Int8Rows, AreWidenedInRegistersFromWholeVectorLoads) {
   for (const char* text :
        {"causal.br.kpad.gqa32x8.d128.bf16.kv8", "causal.br.kpad.page16.gqa32x8.d128.f32.kv8"}) {
     SCOPED_TRACE(text);
-    auto generator = GeneratorRegistry::create("attention", GeneratorContext(target));
-    generator->set_generatorparam_value("spec", text);
-    generator->set_generatorparam_value("schedule", testing::preset_for("decode", target));
-    Pipeline pipeline = generator->build_pipeline();
-    // A file per ISA and spec: ctest runs the ISAs' tests at once.
-    const std::string path = ::testing::TempDir() + "int8_rows_" + vector_register + "_" +
-                             AttentionSpec::parse(text).to_string() + ".s";
-    pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention",
-                                 target.with_feature(Target::NoRuntime));
-    std::ifstream assembly(path);
     int widening_loads = 0, byte_loads = 0;
-    for (std::string line; std::getline(assembly, line);) {
-      if (line.find("vpmovsxbd") != std::string::npos && line.find('(') != std::string::npos &&
-          line.find(vector_register) != std::string::npos) {
+    for (const std::string& line : decoder_assembly(target, text)) {
+      if (has(line, "vpmovsxbd") && has(line, "(") && has(line, vector_register.c_str())) {
         ++widening_loads;
       }
-      if (line.find("movsb") != std::string::npos) ++byte_loads;
+      if (has(line, "movsb")) ++byte_loads;
     }
     EXPECT_GT(widening_loads, 0);
     EXPECT_EQ(byte_loads, 0);
+  }
+}
+
+// fp8 codes likewise: a half vector of codes widened to 16 bits from memory
+// (vpmovsxbw), then read as f16 into a whole vector of f32 (vcvtph2ps), with
+// no byte loads and no test for the NaN codes (no byte compare).
+TEST_P(Int8Rows, E4m3CodesAreReadAsF16FromWholeVectorLoads) {
+  const Target& target = GetParam();
+  const bool avx512 = target.has_feature(Target::AVX512);
+  const std::string half = avx512 ? "ymm" : "xmm", whole = avx512 ? "zmm" : "ymm";
+  for (const char* text :
+       {"causal.br.kpad.gqa32x8.d128.bf16.kvfp8", "causal.br.kpad.page16.gqa32x8.d128.f32.kvfp8"}) {
+    SCOPED_TRACE(text);
+    int widening_loads = 0, conversions = 0, byte_loads = 0, byte_compares = 0;
+    for (const std::string& line : decoder_assembly(target, text)) {
+      if (has(line, "vpmovsxbw") && has(line, "(") && has(line, half.c_str())) ++widening_loads;
+      if (has(line, "vcvtph2ps") && has(line, whole.c_str())) ++conversions;
+      if (has(line, "movsb") || (has(line, "movzb") && has(line, "("))) ++byte_loads;
+      if (has(line, "vpcmpeqb")) ++byte_compares;
+    }
+    EXPECT_GT(widening_loads, 0);
+    EXPECT_GE(conversions, widening_loads);
+    EXPECT_EQ(byte_loads, 0);
+    EXPECT_EQ(byte_compares, 0);
   }
 }
 
