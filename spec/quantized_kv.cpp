@@ -47,9 +47,10 @@ void for_each_row(const halide_buffer_t& buffer, Row&& row) {
 
 void quantize_rows(const halide_buffer_t& values, Halide::Runtime::Buffer<>& quantized,
                    Halide::Runtime::Buffer<float>& scales) {
-  const auto [D, L, H, B] = extents_of(values);
-  Halide::Runtime::Buffer<int8_t> levels(D, L, H, B);
-  scales = Halide::Runtime::Buffer<float>(L, H, B);
+  const Extents e = extents_of(values);
+  const int D = e.D;
+  Halide::Runtime::Buffer<int8_t> levels(D, e.L, e.H, e.B);
+  scales = Halide::Runtime::Buffer<float>(e.L, e.H, e.B);
   for_each_row(values, [&](const float* row, int j, int h, int b) {
     scales(j, h, b) = quantize_row(row, D, &levels(0, j, h, b));
   });
@@ -58,14 +59,15 @@ void quantize_rows(const halide_buffer_t& values, Halide::Runtime::Buffer<>& qua
 
 void quantize_e4m3(const halide_buffer_t& values, Halide::Runtime::Buffer<>& quantized,
                    Halide::Runtime::Buffer<float>& scales) {
-  const auto [D, L, H, B] = extents_of(values);
+  const Extents e = extents_of(values);
+  const int D = e.D, H = e.H;
   std::vector<float> largest(H, 0.0f);
   for_each_row(values, [&](const float* row, int, int h, int) {
     largest[h] = std::max(largest[h], e4m3_scale(row, D) * kE4m3Largest);
   });
   scales = Halide::Runtime::Buffer<float>(H);
   for (int h = 0; h < H; ++h) scales(h) = largest[h] / kE4m3Largest;
-  Halide::Runtime::Buffer<uint8_t> codes(D, L, H, B);
+  Halide::Runtime::Buffer<uint8_t> codes(D, e.L, H, e.B);
   for_each_row(values, [&](const float* row, int j, int h, int b) {
     for (int d = 0; d < D; ++d) {
       codes(d, j, h, b) = scales(h) > 0 ? e4m3_code(row[d] / scales(h)) : 0;
