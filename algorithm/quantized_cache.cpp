@@ -18,7 +18,6 @@ Halide::Func e4m3_levels(const Halide::Func& codes, const std::string& name) {
   const Halide::Expr extended = Halide::cast<int16_t>(Halide::reinterpret(Halide::Int(8), code))
                                 << 7;
   const Halide::Expr bits = Halide::reinterpret(Halide::UInt(16), extended) & 0xBFFF;
-  // S.1111.111 (NaN) -> S.11111.1110000000, an f16 NaN.
   Halide::Func levels(name);
   levels(d, position, h, x) = Halide::cast<float>(Halide::reinterpret(Halide::Float(16), bits));
   return levels;

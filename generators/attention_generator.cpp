@@ -51,9 +51,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   void declare(const KernelArgumentSlot& slot) {
     const Halide::Type storage =
         storage_as_bits() ? Halide::UInt(16) : storage_type_of(spec_.dtype);
-    const Halide::Type cache = spec_.kv_storage == KvStorage::int8       ? Halide::Int(8)
-                               : spec_.kv_storage == KvStorage::fp8_e4m3 ? Halide::UInt(8)
-                                                                         : storage;
+    const Halide::Type cache(argument_halide_type(spec_, ArgumentElement::cache,
+                                                  get_target().has_feature(Halide::Target::CUDA)));
     const char* name = slot.name;
     const int dims = argument_dimensions(spec_, slot);
     switch (slot.argument) {
