@@ -24,6 +24,8 @@ struct AttentionInputs {
   Halide::Func key_lengths;   // (b) int32; defined only with key padding
   Halide::Func bias;          // (j, i, h, b) storage dtype; defined only with a bias tensor
   Halide::Func alibi_slopes;  // (h) f32; defined only with ALiBi
+  // A window given per call (spec.run_time_window): its sizes, int32 >= 0.
+  Halide::Expr window_left, window_right;
   // The K and V buffers k and v read, for schedules that prefetch them;
   // undefined where k and v are computed (a paged cache).
   Halide::Parameter k_buffer, v_buffer;

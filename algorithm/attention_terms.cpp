@@ -1,5 +1,6 @@
 #include "attention_terms.h"
 
+#include "softcap.h"
 #include "spec/dtype_traits.h"
 
 namespace attnforge {
@@ -11,7 +12,10 @@ Halide::Type storage_type_of(DType dtype) {
 }
 
 AttentionTerms::AttentionTerms(const AttentionSpec& spec, const AttentionInputs& inputs)
-    : spec_(spec), inputs_(inputs) {}
+    : spec_(spec),
+      inputs_(inputs),
+      window_(spec.run_time_window ? WindowSizes<Expr>{inputs.window_left, inputs.window_right}
+                                   : compiled_window<Expr>(spec)) {}
 
 Expr AttentionTerms::valid_keys(const Expr& b) const {
   return spec_.key_padding ? inputs_.key_lengths(b) : inputs_.kv_len;
@@ -26,36 +30,36 @@ Expr AttentionTerms::visible(const Expr& j, const Expr& i, const Expr& b) const 
     return Halide::Internal::const_true();
   }
   Expr p = aligned_position(i, b);
-  KeyRange<Expr> keys = visible_key_range<Expr>(spec_, p, p, valid_keys(b));
+  KeyRange<Expr> keys = visible_key_range<Expr>(spec_, p, p, valid_keys(b), window_);
   if (spec_.mask == PositionMask::window) return j >= keys.begin && j < keys.end;
   return j < keys.end;  // begin is 0
 }
 
 Expr AttentionTerms::key_range_begin(const Expr& first_query, const Expr& b) const {
   Expr first = aligned_position(first_query, b);
-  return visible_key_range<Expr>(spec_, first, first, valid_keys(b)).begin;
+  return visible_key_range<Expr>(spec_, first, first, valid_keys(b), window_).begin;
 }
 
 Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const {
   Expr last = aligned_position(last_query, b);
-  return visible_key_range<Expr>(spec_, last, last, valid_keys(b)).end;
+  return visible_key_range<Expr>(spec_, last, last, valid_keys(b), window_).end;
 }
 
 // A bottom-right aligned position grows with the valid keys: the first query
 // is placed as for none, the last as for all Lk.
 Expr AttentionTerms::key_range_begin_any_length(const Expr& first_query) const {
   Expr first = attnforge::aligned_position<Expr>(spec_, first_query, 0, inputs_.q_len);
-  return visible_key_range<Expr>(spec_, first, first, inputs_.kv_len).begin;
+  return visible_key_range<Expr>(spec_, first, first, inputs_.kv_len, window_).begin;
 }
 
 Expr AttentionTerms::key_range_end_any_length(const Expr& last_query) const {
   Expr last = attnforge::aligned_position<Expr>(spec_, last_query, inputs_.kv_len, inputs_.q_len);
-  return visible_key_range<Expr>(spec_, last, last, inputs_.kv_len).end;
+  return visible_key_range<Expr>(spec_, last, last, inputs_.kv_len, window_).end;
 }
 
 Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                             const Expr& b) const {
-  Expr value = scaled;
+  Expr value = spec_.softcapped() ? softcapped(scaled, spec_.softcap) : scaled;
   if (spec_.bias == BiasKind::tensor) {
     value += to_f32(inputs_.bias(j, i, h, b));
   } else if (spec_.bias == BiasKind::alibi) {

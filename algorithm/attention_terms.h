@@ -28,7 +28,8 @@ class AttentionTerms {
   // Whether query i of batch b may see key j (positional mask and key padding).
   Halide::Expr visible(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& b) const;
 
-  // A scaled score plus the spec's additive term (bias tensor or ALiBi), in f32.
+  // A scaled score, softcapped where the spec says, plus the spec's additive
+  // term (bias tensor or ALiBi), in f32.
   Halide::Expr biased(const Halide::Expr& scaled, const Halide::Expr& j, const Halide::Expr& i,
                       const Halide::Expr& h, const Halide::Expr& b) const;
 
@@ -62,6 +63,7 @@ class AttentionTerms {
 
   AttentionSpec spec_;
   AttentionInputs inputs_;
+  WindowSizes<Halide::Expr> window_;  // compiled, or the call's
 };
 
 Halide::Type storage_type_of(DType dtype);

@@ -2,6 +2,7 @@
 
 #include <Halide.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -50,6 +51,11 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
   args_.v = v_.raw_buffer();
   args_.out = out_.raw_buffer();
   args_.scale = default_scale(D);
+  if (spec.run_time_window) {
+    // A window given per call is tuned for a quarter of the keys, looking back.
+    args_.window_left = std::max(1, shape.kv_len / 4);
+    args_.window_right = 0;
+  }
   if (spec.key_padding) {
     // Every batch but the first padded to about three quarters.
     key_lengths_ = Tensor(halide_type_t(halide_type_int, 32), B);

@@ -36,6 +36,9 @@ struct Impl {
 // first) and the naive output the others must match.
 struct Case {
   AttentionSpec spec;
+  // What spec computes here: a window given per call with its sizes compiled
+  // in, as the peers and the counts of FLOPs and bytes take it.
+  AttentionSpec computed;
   Shape shape;
   int shape_index = 0;  // cases of one add_shape are timed together
   BenchRow where;       // spec and shape labels for rows and messages
@@ -100,6 +103,7 @@ void ScheduleBench::add_shape(const Shape& shape) {
   for (const std::string& text : specs) {
     auto c = std::make_unique<Case>();
     c->spec = AttentionSpec::parse(text);
+    c->computed = with_window(c->spec, options_.window.first, options_.window.second);
     c->shape = shape;
     c->shape_index = shapes_added_;
     c->shape.heads = c->spec.heads;
@@ -107,11 +111,13 @@ void ScheduleBench::add_shape(const Shape& shape) {
     c->where.spec = c->spec.to_string();
     c->where.shape =
         shape_label(shape.batch, c->spec.heads, shape.q_len, shape.kv_len, c->spec.head_dim);
-    c->flops = attention_flops(c->spec, shape.batch, shape.q_len, shape.kv_len);
+    c->flops = attention_flops(c->computed, shape.batch, shape.q_len, shape.kv_len);
     if (shape.q_len <= kMemoryBoundQueries) {
-      c->bytes = attention_bytes(c->spec, shape.batch, shape.q_len, shape.kv_len);
+      c->bytes = attention_bytes(c->computed, shape.batch, shape.q_len, shape.kv_len);
     }
     c->in = std::make_unique<BenchInputs>(c->spec, c->shape, 1);
+    c->in->args.window_left = options_.window.first;
+    c->in->args.window_right = options_.window.second;
     fmt::print(stderr, "{} {}: compiling\n", c->where.spec, c->where.shape);
     build_impls(*c);
     if (c->impls.empty() || c->impls.front().name != "naive") {
@@ -226,7 +232,7 @@ void ScheduleBench::build_impls(Case& c) {
   }
   where.impl = "openblas_unfused";
   try {
-    auto blas = std::make_shared<OpenBlasAttention>(c.spec);
+    auto blas = std::make_shared<OpenBlasAttention>(c.computed);
     const Shape shape = c.shape;
     c.impls.push_back({where.impl,
                        [blas, &in, shape] {
@@ -367,8 +373,8 @@ TimingOptions ScheduleBench::timing_for(const Case& c) {
 void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
   where.impl = "torch_sdpa";
   const std::size_t evict_bytes = timing_for(c).before_each ? eviction_->bytes() : 0;
-  TorchResult result = run_torch_sdpa(options_.torch_python, c.spec, c.shape, where.threads, *c.in,
-                                      options_.timing.min_seconds, evict_bytes);
+  TorchResult result = run_torch_sdpa(options_.torch_python, c.computed, c.shape, where.threads,
+                                      *c.in, options_.timing.min_seconds, evict_bytes);
   if (!result.error.empty()) {
     skip(where, std::to_string(where.threads), result.error);
     return;

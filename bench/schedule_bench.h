@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_rows.h"
@@ -38,6 +39,8 @@ struct BenchOptions {
   // writing a buffer larger than the caches: what is left of the inputs in the
   // caches from the last run is read from there.
   bool warm_caches = false;
+  // The sizes a spec whose window is given per call (mask `window`) runs with.
+  std::pair<int, int> window = {256, 0};
 };
 
 struct Skipped {

@@ -98,10 +98,12 @@ bool python_has_torch(const std::string& python) {
 // Why torch's SDPA peer cannot run `spec` (empty when it can): it runs
 // unmasked or causal attention, in `dtypes`.
 std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
-  if (spec.key_padding || spec.bias != BiasKind::none || spec.mask == PositionMask::window ||
-      spec.return_weights) {
-    return cuda ? "the torch peer runs causal or unmasked attention only"
-                : "the torch peer runs causal or unmasked attention only";
+  if (spec.key_padding || spec.bias != BiasKind::none || spec.return_weights ||
+      spec.run_time_window) {
+    return "the torch peer runs causal, window or unmasked attention only";
+  }
+  if (cuda && (spec.mask == PositionMask::window || spec.softcapped())) {
+    return "the CUDA torch peer runs causal or unmasked attention only";
   }
   return "";
 }
@@ -114,10 +116,16 @@ std::string torch_dtype(DType dtype) {
 // The SDPA script's arguments every device shares.
 std::vector<std::string> sdpa_args(const AttentionSpec& spec, const Shape& shape, float scale,
                                    double min_seconds) {
-  const std::string mask = spec.mask == PositionMask::none             ? "none"
-                           : spec.alignment == Alignment::bottom_right ? "causal_bottom_right"
-                                                                       : "causal_top_left";
-  return {"--shape",
+  const std::string mask =
+      spec.mask == PositionMask::none
+          ? "none"
+          : fmt::format("{}_{}", spec.mask == PositionMask::causal ? "causal" : "window",
+                        attnforge::to_string(spec.alignment));
+  return {"--window",
+          fmt::format("{},{}", spec.window_left, spec.window_right),
+          "--softcap",
+          fmt::format("{:.9g}", spec.softcap),
+          "--shape",
           fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads, shape.q_len, shape.kv_len,
                       spec.head_dim),
           "--kv-heads",

@@ -35,7 +35,10 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--shape", required=True, help="BxHxLqxLkxD")
     p.add_argument("--kv-heads", type=int, required=True)
-    p.add_argument("--mask", choices=["none", "causal_top_left", "causal_bottom_right"])
+    p.add_argument("--mask", choices=["none", "causal_top_left", "causal_bottom_right",
+                                      "window_top_left", "window_bottom_right"])
+    p.add_argument("--window", default="0,0", help="L,R: the window of a window mask")
+    p.add_argument("--softcap", type=float, default=0.0)
     p.add_argument("--scale", type=float, required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.5)
@@ -55,11 +58,21 @@ def main():
         return torch.from_numpy(data.reshape(b, heads, length, d)).to(a.device, dtype)
 
     q, k, v = load("q.bin", h, lq), load("k.bin", a.kv_heads, lk), load("v.bin", a.kv_heads, lk)
-    mask, causal = None, a.mask == "causal_top_left"
-    if a.mask == "causal_bottom_right":
-        i = torch.arange(lq, device=a.device).unsqueeze(1)
-        j = torch.arange(lk, device=a.device).unsqueeze(0)
-        mask = j <= i + aligned_offset("bottom_right", lk, lq)  # True: attend
+    mask, causal = None, a.mask == "causal_top_left" and a.softcap == 0.0
+    left, right = (int(x) for x in a.window.split(","))
+
+    def keep(i, j):  # True: attend; i, j query and key positions
+        if a.mask == "none":
+            return j >= 0
+        alignment = "bottom_right" if a.mask.endswith("bottom_right") else "top_left"
+        position = i + aligned_offset(alignment, lk, lq)
+        if a.mask.startswith("causal"):
+            return j <= position
+        return (j >= position - left) & (j <= position + right)
+
+    if a.mask != "none" and not causal:
+        mask = keep(torch.arange(lq, device=a.device).unsqueeze(1),
+                    torch.arange(lk, device=a.device).unsqueeze(0))
     gqa = a.kv_heads != h
     names = a.backend.split(",")
     if any(name not in BACKENDS for name in names):
@@ -72,11 +85,41 @@ def main():
         def evict():  # one write per cache line, as the benchmark's own eviction
             junk[::64] += 1
 
+    def softcapped():  # FlexAttention, else plain torch operations
+        cap = a.softcap
+        try:
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+            block_mask = None if a.mask == "none" else create_block_mask(
+                lambda b, h, i, j: keep(i, j), None, None, lq, lk, device=a.device)
+            flex = torch.compile(flex_attention, dynamic=False)
+
+            def run_flex():
+                return flex(q, k, v, score_mod=lambda s, b, h, i, j: torch.tanh(s / cap) * cap,
+                            block_mask=block_mask, scale=a.scale, enable_gqa=gqa)
+            run_flex()
+            return run_flex
+        except Exception:  # no compiler for this CPU or dtype: the same arithmetic unfused
+            group = h // a.kv_heads
+
+            def run_plain():
+                kk, vv = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+                s = torch.tanh((q @ kk.transpose(-1, -2)) * (a.scale / cap)) * cap
+                if mask is not None:
+                    s = s.masked_fill(~mask, float("-inf"))
+                return torch.softmax(s.float(), -1).to(q.dtype) @ vv
+            return run_plain
+
+    capped = softcapped() if a.softcap > 0.0 else None
+
     def measure(backend, file_name):
         def run():
             with torch.no_grad(), (sdpa_kernel(backend) if backend else nullcontext()):
-                out = F.scaled_dot_product_attention(
-                    q, k, v, attn_mask=mask, is_causal=causal, scale=a.scale, enable_gqa=gqa)
+                if capped is not None:
+                    out = capped()
+                else:
+                    out = F.scaled_dot_product_attention(
+                        q, k, v, attn_mask=mask, is_causal=causal, scale=a.scale,
+                        enable_gqa=gqa)
             if a.device == "cuda":
                 torch.cuda.synchronize()
             return out

@@ -18,6 +18,7 @@ struct BenchArgs {
   std::string db, json, torch = "auto", command;
   std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets;
   std::vector<int> threads = {2};
+  std::vector<int> window = {256, 0};
   double min_time = 0.5;
   bool no_autoschedulers = false, no_presets = false, warm_caches = false;
 };
@@ -31,6 +32,7 @@ int run_bench(const BenchArgs& args) {
   options.autoschedulers = !args.no_autoschedulers;
   options.specs = args.specs;
   options.warm_caches = args.warm_caches;
+  options.window = {args.window[0], args.window[1]};
   if (!args.db.empty()) {
     if (!std::filesystem::exists(args.db))
       throw std::invalid_argument("--db: " + args.db + " does not exist");
@@ -76,6 +78,11 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
   cmd->add_flag("--warm-caches", args->warm_caches,
                 "Time rows with a % bw back to back, without evicting the caches between runs");
+  cmd->add_option("--window", args->window,
+                  "L,R: the window specs whose window is given per call run with (256,0)")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--presets", args->presets, "Only these presets, comma separated")
       ->delimiter(',')
       ->excludes("--no-presets");

@@ -77,6 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.window_left = in.take<int16_t>();
   options.window_right = in.take<int16_t>();
   options.scale = in.take<float>();
+  options.softcap = in.take<float>();
   attnforge::runtime::ValidatedCall call;
   attnforge::Status status = attnforge::runtime::validate_call(q, k, v, out, options, &call);
   if (!status.ok() && status.message.empty()) __builtin_trap();  // every error says why

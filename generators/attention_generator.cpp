@@ -86,6 +86,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       case KernelArgument::scale:
         scale_ = add_input<float>(name);
         break;
+      case KernelArgument::window_left:
+        window_left_ = add_input<int32_t>(name);
+        break;
+      case KernelArgument::window_right:
+        window_right_ = add_input<int32_t>(name);
+        break;
       case KernelArgument::out:
         out_ = add_output<Buffer<>>(name, storage, dims);
         break;
@@ -119,6 +125,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       read_rows(in);
     }
     in.scale = *scale_;
+    if (window_left_) in.window_left = *window_left_;
+    if (window_right_) in.window_right = *window_right_;
     if (key_lengths_) in.key_lengths = *key_lengths_;
     if (bias_) in.bias = storage_as_bits() ? bf16_from_bits(*bias_) : Halide::Func(*bias_);
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
@@ -371,6 +379,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
     if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     scale_->set_estimate(default_scale(d));
+    if (window_left_) window_left_->set_estimate(Lk / 8);
+    if (window_right_) window_right_->set_estimate(0);
   }
 
   AttentionSpec spec_;
@@ -385,6 +395,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<>>* bias_ = nullptr;
   GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
   GeneratorInput<float>* scale_ = nullptr;
+  GeneratorInput<int32_t>* window_left_ = nullptr;
+  GeneratorInput<int32_t>* window_right_ = nullptr;
   GeneratorOutput<Buffer<>>* out_ = nullptr;
   GeneratorOutput<Buffer<>>* weights_ = nullptr;
 };

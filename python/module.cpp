@@ -87,6 +87,7 @@ struct MaskArguments {
   int mask, alignment, window_left, window_right;
   Optional key_lengths, bias, alibi_slopes;
   std::optional<float> scale;
+  float softcap;
 };
 
 struct MaskViews {
@@ -103,6 +104,7 @@ attnforge::AttentionOptions options_of(const MaskArguments& m, MaskViews& views)
   o.bias = view(m.bias, "bias", views.bias);
   o.alibi_slopes = view(m.alibi_slopes, "alibi_slopes", views.alibi_slopes);
   o.scale = m.scale ? *m.scale : NAN;
+  o.softcap = m.softcap;
   return o;
 }
 
@@ -183,10 +185,11 @@ Result mha_layer(const Array& x, const Optional& x_kv, const std::vector<Optiona
 NB_MODULE(_attnforge, m) {
   m.doc() = "attnforge's runtime over an emitted kernel package (use the attnforge package)";
   nb::class_<MaskArguments>(m, "MaskArguments")
-      .def(nb::init<int, int, int, int, Optional, Optional, Optional, std::optional<float>>(),
-           nb::arg("mask"), nb::arg("alignment"), nb::arg("window_left"), nb::arg("window_right"),
-           nb::arg("key_lengths").none(), nb::arg("bias").none(), nb::arg("alibi_slopes").none(),
-           nb::arg("scale").none());
+      .def(
+          nb::init<int, int, int, int, Optional, Optional, Optional, std::optional<float>, float>(),
+          nb::arg("mask"), nb::arg("alignment"), nb::arg("window_left"), nb::arg("window_right"),
+          nb::arg("key_lengths").none(), nb::arg("bias").none(), nb::arg("alibi_slopes").none(),
+          nb::arg("scale").none(), nb::arg("softcap"));
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
         nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("cu_seqlens_q").none(),
         nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("k_scale").none(),

@@ -11,9 +11,11 @@
 namespace attnforge {
 
 const char* const kSpecGrammar =
-    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi'].heads.d<D>.dtype['.kv8'|'.kvfp8']['."
-    "weights'] where "
-    "mask = full | causal | window<L>_<R>, heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
+    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi']['.softcap<C>'].heads.d<D>.dtype['.kv8'|'."
+    "kvfp8']['.weights'] where "
+    "mask = full | causal | window<L>_<R> | window (sizes given per call), "
+    "softcap<C> = tanh(s / C) * C on the scaled logits, C written with p for a decimal point "
+    "(softcap30, softcap2p5), heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
     "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row, "
     "kvfp8 = as fp8 e4m3 with a scale per KV head "
     "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
@@ -63,18 +65,23 @@ void parse_mask(std::string_view token, AttentionSpec& spec) {
     spec.mask = PositionMask::none;
   } else if (token == "causal") {
     spec.mask = PositionMask::causal;
+  } else if (token == "window") {
+    spec.mask = PositionMask::window;
+    spec.run_time_window = true;
   } else if (starts_with(token, "window")) {
     std::string_view sizes = token.substr(6);
     size_t sep = sizes.find('_');
     if (sep == std::string_view::npos) {
-      throw SpecError("window", fmt::format("'{}' must be window<L>_<R>, e.g. window256_0", token));
+      throw SpecError("window", fmt::format("'{}' must be window<L>_<R>, e.g. window256_0, or "
+                                            "window (sizes given per call)",
+                                            token));
     }
     spec.mask = PositionMask::window;
     spec.window_left = require_int(sizes.substr(0, sep), "window_left", token);
     spec.window_right = require_int(sizes.substr(sep + 1), "window_right", token);
   } else {
-    throw SpecError("mask", fmt::format("'{}' is not a mask; expected full, causal or "
-                                        "window<L>_<R>",
+    throw SpecError("mask", fmt::format("'{}' is not a mask; expected full, causal, "
+                                        "window<L>_<R> or window",
                                         token));
   }
 }
@@ -105,6 +112,39 @@ DType parse_dtype(std::string_view token) {
     if (token == traits.name) return traits.dtype;
   }
   throw SpecError("dtype", fmt::format("'{}' is not a dtype; expected f32, f16 or bf16", token));
+}
+
+// The shortest fixed-point text that reads back as `cap`, with p for the
+// decimal point (the spec string's tokens are separated by dots).
+std::string softcap_text(float cap) {
+  char text[64];
+  auto result = std::to_chars(text, text + sizeof text, cap, std::chars_format::fixed);
+  std::string digits(text, result.ptr);
+  for (char& c : digits) {
+    if (c == '.') c = 'p';
+  }
+  return digits;
+}
+
+float parse_softcap(std::string_view token) {
+  std::string digits(token.substr(7));
+  for (char& c : digits) {
+    if (c == 'p') c = '.';
+  }
+  float cap = 0.0f;
+  auto result =
+      std::from_chars(digits.data(), digits.data() + digits.size(), cap, std::chars_format::fixed);
+  if (digits.empty() || digits[0] == '-' || result.ec != std::errc() ||
+      result.ptr != digits.data() + digits.size()) {
+    throw SpecError("softcap", fmt::format("'{}' must be softcap<C> with C a positive number "
+                                           "written with p for a decimal point, e.g. softcap30 "
+                                           "or softcap2p5",
+                                           token));
+  }
+  if (cap == 0.0f) {
+    throw SpecError("softcap", fmt::format("'{}' caps nothing; leave the token out", token));
+  }
+  return cap;
 }
 
 std::string heads_token(const AttentionSpec& spec) {
@@ -159,6 +199,14 @@ std::string_view to_string(KvStorage storage) {
   return "dtype";
 }
 
+AttentionSpec with_window(AttentionSpec spec, int left, int right) {
+  if (!spec.run_time_window) return spec;
+  spec.run_time_window = false;
+  spec.window_left = left;
+  spec.window_right = right;
+  return spec;
+}
+
 float default_scale(int head_dim) {
   return 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -178,6 +226,18 @@ void AttentionSpec::validate() const {
   }
   if (head_dim < 1 || head_dim > kMaxHeadDim) {
     throw SpecError("head_dim", fmt::format("{}; expected 1..{}", head_dim, kMaxHeadDim));
+  }
+  if (run_time_window && mask != PositionMask::window) {
+    throw SpecError("window", "sizes given per call need a window mask");
+  }
+  if (run_time_window && (window_left != 0 || window_right != 0)) {
+    throw SpecError("window", fmt::format("sizes ({}, {}) compiled into a window whose sizes are "
+                                          "given per call",
+                                          window_left, window_right));
+  }
+  if (!(softcap == 0.0f || (softcap >= kMinSoftcap && softcap <= kMaxSoftcap))) {
+    throw SpecError("softcap", fmt::format("{}; expected 0 (none) or {}..{}", softcap, kMinSoftcap,
+                                           kMaxSoftcap));
   }
   if (mask == PositionMask::window) {
     if (window_left < 0 || window_right < 0) {
@@ -209,7 +269,7 @@ void AttentionSpec::validate() const {
 
 std::string AttentionSpec::to_string() const {
   validate();
-  std::string text = mask == PositionMask::window
+  std::string text = mask == PositionMask::window && !run_time_window
                          ? fmt::format("window{}_{}", window_left, window_right)
                          : std::string(attnforge::to_string(mask));
   if (alignment == Alignment::bottom_right) text += ".br";
@@ -217,6 +277,7 @@ std::string AttentionSpec::to_string() const {
   if (paged()) text += fmt::format(".page{}", page_size);
   if (bias == BiasKind::tensor) text += ".bias";
   if (bias == BiasKind::alibi) text += ".alibi";
+  if (softcapped()) text += ".softcap" + softcap_text(softcap);
   text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
   if (quantized_kv()) text += fmt::format(".{}", attnforge::to_string(kv_storage));
   if (return_weights) text += ".weights";
@@ -255,6 +316,9 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   } else if (take_if("alibi")) {
     spec.bias = BiasKind::alibi;
   }
+  if (next < tokens.size() && starts_with(tokens[next], "softcap")) {
+    spec.softcap = parse_softcap(tokens[next++]);
+  }
   parse_heads(take("heads"), spec);
   std::string_view dim = take("head_dim");
   if (!starts_with(dim, "d")) {
@@ -282,10 +346,10 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
 
 bool AttentionSpec::operator==(const AttentionSpec& o) const {
   return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
-         window_right == o.window_right && key_padding == o.key_padding &&
-         page_size == o.page_size && bias == o.bias && heads == o.heads && kv_heads == o.kv_heads &&
-         head_dim == o.head_dim && dtype == o.dtype && kv_storage == o.kv_storage &&
-         return_weights == o.return_weights;
+         window_right == o.window_right && run_time_window == o.run_time_window &&
+         key_padding == o.key_padding && softcap == o.softcap && page_size == o.page_size &&
+         bias == o.bias && heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim &&
+         dtype == o.dtype && kv_storage == o.kv_storage && return_weights == o.return_weights;
 }
 
 }  // namespace attnforge

@@ -29,6 +29,10 @@ enum class DType { f32, f16, bf16 };
 // (kv8); or as fp8 e4m3 with an f32 scale per KV head, value = e4m3 * scale (kvfp8).
 enum class KvStorage { dtype, int8, fp8_e4m3 };
 
+// The softcaps a spec may have, besides 0 (none).
+constexpr float kMinSoftcap = 1e-3f;
+constexpr float kMaxSoftcap = 1e6f;
+
 // Thrown for a spec that cannot be built; field() names the offending field.
 class SpecError : public FieldError {
  public:
@@ -42,6 +46,9 @@ struct AttentionSpec {
   // Window only: query at aligned position p sees keys p - window_left .. p + window_right.
   int window_left = 0;
   int window_right = 0;
+  // Window only: the sizes are arguments of each call, not compiled in (the
+  // fields above are then 0). One kernel serves every window.
+  bool run_time_window = false;
   // Per-batch valid key lengths: keys j >= key_lengths[b] are masked.
   bool key_padding = false;
   // A paged KV cache: K and V are pages of page_size positions, (d, position
@@ -51,6 +58,9 @@ struct AttentionSpec {
   // (d, position, kv head, batch) cache.
   int page_size = 0;
   BiasKind bias = BiasKind::none;
+  // Logit softcapping (Gemma 2, Grok): a scaled logit s becomes
+  // tanh(s / softcap) * softcap before the bias and the mask. 0: none.
+  float softcap = 0.0f;
   int heads = 1;
   int kv_heads = 1;
   int head_dim = 64;
@@ -65,6 +75,7 @@ struct AttentionSpec {
   int group_size() const { return heads / kv_heads; }
   bool paged() const { return page_size > 0; }
   bool quantized_kv() const { return kv_storage != KvStorage::dtype; }
+  bool softcapped() const { return softcap > 0.0f; }
   // Whether query and key positions enter the scores (a causal or window
   // mask, or ALiBi): only then can alignment be bottom_right.
   bool positional() const { return mask != PositionMask::none || bias == BiasKind::alibi; }
@@ -84,6 +95,10 @@ std::string_view to_string(Alignment alignment);
 std::string_view to_string(BiasKind bias);
 std::string_view to_string(DType dtype);
 std::string_view to_string(KvStorage storage);
+
+// What a spec whose window is given per call computes with these sizes: the
+// same spec with the window compiled in (any other spec unchanged).
+AttentionSpec with_window(AttentionSpec spec, int left, int right);
 
 // The scale used when the caller gives none: 1 / sqrt(head_dim).
 float default_scale(int head_dim);

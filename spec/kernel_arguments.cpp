@@ -63,11 +63,17 @@ int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slo
   return scales && spec.kv_storage == KvStorage::fp8_e4m3 ? 1 : slot.dimensions;
 }
 
-const std::array<KernelArgumentSlot, 12>& kernel_argument_table() {
+void* scalar_address(KernelArguments& args, KernelArgument argument) {
+  if (argument == KernelArgument::window_left) return &args.window_left;
+  if (argument == KernelArgument::window_right) return &args.window_right;
+  return &args.scale;
+}
+
+const std::array<KernelArgumentSlot, 14>& kernel_argument_table() {
   using A = KernelArgument;
   using E = ArgumentElement;
   using Args = KernelArguments;
-  static const std::array<KernelArgumentSlot, 12> table = {{
+  static const std::array<KernelArgumentSlot, 14> table = {{
       {A::q, "q", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::q},
       {A::k, "k", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::k},
       {A::v, "v", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::v},
@@ -84,6 +90,10 @@ const std::array<KernelArgumentSlot, 12>& kernel_argument_table() {
       {A::alibi_slopes, "alibi_slopes", E::float32, 1, false,
        [](const AttentionSpec& s) { return s.bias == BiasKind::alibi; }, &Args::alibi_slopes},
       {A::scale, "scale", E::float32, 0, false, [](const AttentionSpec&) { return true; }, nullptr},
+      {A::window_left, "window_left", E::int32, 0, false,
+       [](const AttentionSpec& s) { return s.run_time_window; }, nullptr},
+      {A::window_right, "window_right", E::int32, 0, false,
+       [](const AttentionSpec& s) { return s.run_time_window; }, nullptr},
       {A::out, "out", E::storage, 4, true, [](const AttentionSpec&) { return true; }, &Args::out},
       {A::weights, "weights", E::storage, 4, true,
        [](const AttentionSpec& s) { return s.return_weights; }, &Args::weights},

@@ -30,6 +30,9 @@ struct KernelArguments {
   halide_buffer_t* bias = nullptr;          // bias tensor only: (Lk, Lq, H, B); stride 0 broadcasts
   halide_buffer_t* alibi_slopes = nullptr;  // ALiBi only: f32 [H]
   float scale = 0.0f;
+  // A window given per call (spec.run_time_window) only: its sizes, >= 0.
+  int32_t window_left = 0;
+  int32_t window_right = 0;
   halide_buffer_t* out = nullptr;
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
@@ -46,10 +49,10 @@ struct ArgumentSlot {
   Argument argument;
   const char* name;
   ArgumentElement element;
-  int dimensions;  // 0: a scalar (the scale)
+  int dimensions;  // 0: a scalar (the scale, a window's sizes)
   bool output;
   bool (*needed)(const Spec& spec);
-  halide_buffer_t* Arguments::*buffer;  // nullptr for the scale
+  halide_buffer_t* Arguments::*buffer;  // nullptr for a scalar: scalar_address finds it
 };
 
 // Calls visit(slot) for each row of `table` a kernel of `spec` takes, in order.
@@ -61,11 +64,14 @@ void for_each_needed(const std::array<Slot, N>& table, const Spec& spec, Visit&&
 }
 
 // clang-format off
-enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, bias, alibi_slopes, scale, out, weights };
+enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, bias, alibi_slopes, scale, window_left, window_right, out, weights };
 // clang-format on
 using KernelArgumentSlot = ArgumentSlot<KernelArgument, AttentionSpec, KernelArguments>;
 
-const std::array<KernelArgumentSlot, 12>& kernel_argument_table();
+const std::array<KernelArgumentSlot, 14>& kernel_argument_table();
+
+// Where scalar `argument` lies in `args`.
+void* scalar_address(KernelArguments& args, KernelArgument argument);
 
 // The slot's rank for `spec`: kvfp8's scales are one per KV head.
 int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slot);
@@ -80,8 +86,8 @@ void for_each_kernel_argument(const AttentionSpec& spec, Visit&& visit) {
 // a CPU kernel ignores the flag.
 void mark_host_inputs_dirty(KernelArguments& args);
 
-// Pointers in the kernel's argument order: buffers as halide_buffer_t*, the
-// scale by address. Fixed storage, so a call allocates nothing; one slot
+// Pointers in the kernel's argument order: buffers as halide_buffer_t*,
+// scalars by address. Fixed storage, so a call allocates nothing; one slot
 // before the arguments holds a JIT call's user context.
 class KernelArgv {
  public:
@@ -132,7 +138,7 @@ KernelArgv argv_of(const std::array<Slot, N>& table, const Spec& spec, Arguments
   KernelArgv argv;
   for_each_needed(table, spec, [&](const Slot& slot) {
     argv.push(slot.buffer ? required_argument(args.*slot.buffer, slot.name)
-                          : static_cast<void*>(&args.scale));
+                          : scalar_address(args, slot.argument));
   });
   return argv;
 }

@@ -37,24 +37,39 @@ struct KeyRange {
   Index end;  // exclusive; end <= begin means none
 };
 
+// A window mask's sizes: the spec's, or a call's where the spec takes them per call.
+template <typename Index>
+struct WindowSizes {
+  Index left;
+  Index right;
+};
+
+template <typename Index>
+WindowSizes<Index> compiled_window(const AttentionSpec& spec) {
+  return {Index(spec.window_left), Index(spec.window_right)};
+}
+
 template <typename Index>
 KeyRange<Index> visible_key_range(const AttentionSpec& spec, const Index& first_position,
-                                  const Index& last_position, const Index& valid_keys) {
+                                  const Index& last_position, const Index& valid_keys,
+                                  const WindowSizes<Index>& window) {
   KeyRange<Index> range{Index(0), valid_keys};
   if (spec.mask == PositionMask::causal) {
     range.end = IndexOps<Index>::min(valid_keys, last_position + 1);
   } else if (spec.mask == PositionMask::window) {
-    range.begin = IndexOps<Index>::max(first_position - spec.window_left, Index(0));
-    range.end = IndexOps<Index>::min(valid_keys, last_position + spec.window_right + 1);
+    range.begin = IndexOps<Index>::max(first_position - window.left, Index(0));
+    range.end = IndexOps<Index>::min(valid_keys, last_position + window.right + 1);
   }
   return range;
 }
 
-// The keys one query row sees, and how many.
-inline KeyRange<long> query_keys(const AttentionSpec& spec, long query, long q_len,
-                                 long valid_keys) {
+// The keys one query row sees, and how many; `window` for a spec whose
+// window is given per call.
+inline KeyRange<long> query_keys(const AttentionSpec& spec, long query, long q_len, long valid_keys,
+                                 WindowSizes<long> window = {0, 0}) {
   long position = aligned_position<long>(spec, query, valid_keys, q_len);
-  return visible_key_range<long>(spec, position, position, valid_keys);
+  if (!spec.run_time_window) window = compiled_window<long>(spec);
+  return visible_key_range<long>(spec, position, position, valid_keys, window);
 }
 inline long key_count(const KeyRange<long>& keys) {
   return std::max(0L, keys.end - keys.begin);

@@ -45,6 +45,11 @@ using LayerArgumentSlot = ArgumentSlot<LayerArgument, LayerSpec, LayerArguments>
 // A layer kernel's arguments in order (weights has a row per layout).
 const std::array<LayerArgumentSlot, 20>& layer_argument_table();
 
+// A layer's one scalar is its scale.
+inline void* scalar_address(LayerArguments& args, LayerArgument) {
+  return &args.scale;
+}
+
 template <typename Visit>
 void for_each_layer_argument(const LayerSpec& spec, Visit&& visit) {
   for_each_needed(layer_argument_table(), spec, visit);

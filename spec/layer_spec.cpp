@@ -64,6 +64,9 @@ void LayerSpec::validate() const {
   if (attention.paged()) {
     throw SpecError("page_size", "a layer projects its keys and values; it reads no paged cache");
   }
+  if (attention.run_time_window) {
+    throw SpecError("window", "a layer's window is compiled in: write window<L>_<R>");
+  }
 }
 
 std::string LayerSpec::to_string() const {

@@ -54,13 +54,13 @@ def _choice(name, value, choices):
     return choices[value]
 
 
-def _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale):
+def _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale, softcap):
     if len(window) != 2:
         raise ValueError(f"window: {window!r}; expected (left, right)")
     return _native.MaskArguments(
         _choice("mask", mask, _MASKS), _choice("alignment", alignment, _ALIGNMENTS),
         int(window[0]), int(window[1]), key_lengths, bias, alibi_slopes,
-        None if scale is None else float(scale))
+        None if scale is None else float(scale), 0.0 if softcap is None else float(softcap))
 
 
 def _empty_like(reference, shape):
@@ -88,7 +88,7 @@ def _fp8_as_bytes(array):
 
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
-              scale=None, weights=False, out=None, k_scale=None, v_scale=None):
+              scale=None, softcap=None, weights=False, out=None, k_scale=None, v_scale=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
@@ -96,10 +96,13 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     A packed batch (FlashAttention's varlen): q [1, H, total_q, D] and k, v
     [1, H_kv, total_k, D] with cu_seqlens_q, cu_seqlens_k (int32 [S + 1]
     offsets, CPU memory); a [total, H, D] tensor t is t.transpose(0, 1)[None].
-    mask: "none", "causal" or "sliding_window" (window=(left, right));
+    mask: "none", "causal" or "sliding_window" (window=(left, right): a
+    kernel with that window compiled in, else one taking it per call);
     alignment: "top_left" or "bottom_right" (query i at key i + Lk - Lq);
     key_lengths: int32 [B], the keys each batch keeps; bias: [B or 1, H or 1,
-    Lq, Lk]; alibi_slopes: float32 [H]; scale: None for 1/sqrt(D).
+    Lq, Lk]; alibi_slopes: float32 [H]; scale: None for 1/sqrt(D);
+    softcap: None, or C to take tanh(s / C) * C of each scaled logit s
+    before bias and mask (a kernel compiled with that cap).
     An 8-bit KV cache, as write_quantized_rows() fills it: k and v int8
     with k_scale and v_scale, float32 [B, H_kv, Lk] (or [num_pages, H_kv,
     page_size]), one scale per row (kv8); or k and v fp8 e4m3 codes (uint8,
@@ -114,7 +117,8 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     if weights:
         kv_len = _extent(k, 2) * (_extent(page_table, 1) if page_table is not None else 1)
         weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
-    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
+    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale,
+                                softcap)
     k, v = _fp8_as_bytes(k), _fp8_as_bytes(v)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
                              weights_out, k_scale, v_scale))
@@ -140,7 +144,8 @@ def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):
 def mha_layer(x, *, heads, w_o, w_qkv=None, b_qkv=None, b_o=None, x_kv=None, w_q=None, w_k=None,
               w_v=None, b_q=None, b_k=None, b_v=None, kv_heads=0, mask="none",
               alignment="top_left", window=(0, 0), key_lengths=None, bias=None,
-              alibi_slopes=None, scale=None, weights=False, average_weights=True, out=None):
+              alibi_slopes=None, scale=None, softcap=None, weights=False, average_weights=True,
+              out=None):
     """A whole multi-head attention layer, as torch.nn.MultiheadAttention
     (batch_first) computes it. x: [B, L, d_model]; cross-attention passes
     x_kv [B, Lk, d_model] and w_q, w_k, w_v instead of the packed w_qkv
@@ -160,7 +165,8 @@ def mha_layer(x, *, heads, w_o, w_qkv=None, b_qkv=None, b_o=None, x_kv=None, w_q
         shape = (batch, q_len, kv_len) if average_weights else (batch, heads, q_len, kv_len)
         weights_out = _empty_like(x_q, shape)
     parameters = [w_qkv, b_qkv, w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o]
-    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale)
+    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale,
+                                softcap)
     _check(_native.mha_layer(x_q, x_kv, parameters, out, int(heads), int(kv_heads), arguments,
                              weights_out, bool(weights and average_weights)))
     return (out, weights_out) if weights else out

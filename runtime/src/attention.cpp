@@ -27,7 +27,11 @@ Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, co
   if (!status.ok()) return status;
   std::string cuda_missing;
   if (call->device == Device::cuda) runtime::cuda_device_available(&cuda_missing);
-  *kernel = runtime::choose(*call, runtime::host_cpu_features(), cuda_missing, &status);
+  const runtime::RegisteredKernel* chosen =
+      runtime::choose(*call, runtime::host_cpu_features(), cuda_missing, &status);
+  if (!chosen) return status;
+  *kernel = chosen->entry;
+  call->spec = chosen->spec;  // its arguments: a window per call takes the sizes
   return status;
 }
 
@@ -113,6 +117,8 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
             "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};
   }
   args.scale = call.scale;
+  args.window_left = options.window_left;
+  args.window_right = options.window_right;
   KernelArgv argv = kernel_argv(call.spec, args);
   return runtime::run_kernel(*kernel, argv.data());
 }

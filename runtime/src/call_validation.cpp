@@ -183,6 +183,10 @@ Status check_options(const AttentionOptions& o, const TensorView& q, int64_t b, 
     return invalid(
         fmt::format("scale: expected a finite number or NaN (1/sqrt(D)), got {}", o.scale));
   }
+  if (!(o.softcap == 0.0f || (o.softcap >= kMinSoftcap && o.softcap <= kMaxSoftcap))) {
+    return invalid(fmt::format("softcap: expected 0 (none) or {}..{}, got {}", kMinSoftcap,
+                               kMaxSoftcap, o.softcap));
+  }
   if (o.bias && o.alibi_slopes) return invalid("bias, alibi_slopes: give one or the other");
   if (const TensorView* lengths = o.key_lengths) {
     ATTNFORGE_CHECK(check_layout(*lengths, "key_lengths", 1, "[B]"));
@@ -238,6 +242,7 @@ void apply_options(const AttentionOptions& options, AttentionSpec& spec) {
                                                          : PositionMask::none;
   spec.window_left = options.window_left;
   spec.window_right = options.window_right;
+  spec.softcap = options.softcap;
   spec.key_padding = options.key_lengths != nullptr;
   spec.bias = options.bias           ? BiasKind::tensor
               : options.alibi_slopes ? BiasKind::alibi

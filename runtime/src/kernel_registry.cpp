@@ -118,15 +118,23 @@ const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_fea
   return nullptr;
 }
 
-const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
-                          const std::string& cuda_missing, Status* status) {
+bool serves(const AttentionSpec& kernel, const AttentionSpec& call) {
+  if (kernel == call) return true;
+  return kernel.run_time_window && call.mask == PositionMask::window &&
+         with_window(kernel, call.window_left, call.window_right) == call;
+}
+
+const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
+                               const std::string& cuda_missing, Status* status) {
   const bool cuda = call.device == Device::cuda;
   bool same_spec = false, same_device = false;
   int alignment_needed = 0;  // of the kernels the call's rows are too unaligned for
-  const KernelEntry* best = nullptr;
+  const RegisteredKernel* best = nullptr;
   double best_score = -1.0;
+  // A kernel with the call's window compiled in beats every one taking it per call.
+  constexpr double kOwnWindow = 1e9;
   for (const RegisteredKernel& k : registered_kernels()) {
-    if (k.spec != call.spec) continue;
+    if (!serves(k.spec, call.spec)) continue;
     same_spec = true;
     if ((k.entry->cuda != 0) != cuda) continue;
     same_device = true;
@@ -135,9 +143,10 @@ const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
       alignment_needed = std::max(alignment_needed, k.entry->input_alignment);
       continue;
     }
-    const double score = fit_score(*k.entry, call.batch, call.q_len, call.kv_len);
+    double score = fit_score(*k.entry, call.batch, call.q_len, call.kv_len);
+    if (score >= 0.0 && !k.spec.run_time_window) score += kOwnWindow;
     if (score >= 0.0 && score > best_score) {
-      best = k.entry;
+      best = &k;
       best_score = score;
     }
   }

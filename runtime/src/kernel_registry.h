@@ -1,7 +1,8 @@
 // The linked package's kernels, indexed by spec, and the choice of one for a
 // call: same spec, a device and CPU that can run it, then the kernel tuned for
 // the call's shape bucket, else the generic one, else the nearest bucket;
-// between targets, the higher rank (wider vectors) wins.
+// between targets, the higher rank (wider vectors) wins. A window with no
+// kernel of its own is served by one that takes the window per call.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +30,14 @@ struct RegisteredLayer {
 const std::vector<RegisteredKernel>& registered_kernels();
 const std::vector<RegisteredLayer>& registered_layers();
 
+// Whether a kernel of `kernel` computes what a call of `call` needs: the same
+// spec, or `call`'s with its window given per call.
+bool serves(const AttentionSpec& kernel, const AttentionSpec& call);
+
 // nullptr when none fits; `status` then says why, listing what exists.
 // cuda_missing: why CUDA kernels cannot run here, empty when they can.
-const KernelEntry* choose(const ValidatedCall& call, uint32_t cpu_features,
-                          const std::string& cuda_missing, Status* status);
+const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
+                               const std::string& cuda_missing, Status* status);
 
 // The same choice among the layer kernels (CPU only).
 const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_features,

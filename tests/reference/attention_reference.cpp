@@ -24,8 +24,11 @@ bool sees(const Problem& p, int b, int i, int j) {
       return true;
     case PositionMask::causal:
       return j <= pos;
-    case PositionMask::window:
-      return j >= pos - p.spec.window_left && j <= pos + p.spec.window_right;
+    case PositionMask::window: {
+      const bool given = p.spec.run_time_window;
+      return j >= pos - (given ? p.window_left : p.spec.window_left) &&
+             j <= pos + (given ? p.window_right : p.spec.window_right);
+    }
   }
   return false;
 }
@@ -66,7 +69,9 @@ Result attention(const Problem& p) {
           const double* k = &p.k[((static_cast<size_t>(b) * s.kv_heads + hk) * p.kv_len + j) * D];
           double dot = 0.0;
           for (int d = 0; d < D; ++d) dot += q[d] * k[d];
-          logits[j] = dot * p.scale + additive_term(p, b, h, i, j);
+          double scaled = dot * p.scale;
+          if (s.softcapped()) scaled = std::tanh(scaled / s.softcap) * s.softcap;
+          logits[j] = scaled + additive_term(p, b, h, i, j);
           counts[j] = sees(p, b, i, j) && logits[j] > kMaskedLogitLimit;
           if (counts[j]) row_max = std::max(row_max, logits[j]);
         }

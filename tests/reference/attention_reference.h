@@ -22,6 +22,8 @@ struct Problem {
   int bias_batch = 1;                // 1 (broadcast) or B
   int bias_heads = 1;                // 1 (broadcast) or H
   std::vector<double> alibi_slopes;  // [H], ALiBi only
+  int window_left = 0;               // a window given per call (spec.run_time_window) only
+  int window_right = 0;
 };
 
 struct Result {

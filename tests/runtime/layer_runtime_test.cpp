@@ -87,6 +87,12 @@ TEST(RuntimeLayer, CrossAttentionWithBiasAndAveragedWeightsMatchesTheReference) 
   }
 }
 
+TEST(RuntimeLayer, ASoftcappedLayerMatchesTheReference) {
+  for (CaseShape shape : {CaseShape{1, 1, 1}, CaseShape{2, 37, 37}}) {
+    expect_matches_reference("self.dm32.causal.softcap20.mha2.d16.f32", shape);
+  }
+}
+
 TEST(RuntimeLayer, TheGenericLayerKernelIsChosen) {
   const LayerSpec spec = LayerSpec::parse(kSelfLayer);
   LayerCase c(spec, {1, 5, 5});

@@ -22,7 +22,7 @@ except ImportError:
 
 
 def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
-              bias=None, alibi_slopes=None, scale=None):
+              bias=None, alibi_slopes=None, scale=None, softcap=None):
     """(out, weights) in float64. q [B, H, Lq, D], k and v [B, H_kv, Lk, D]."""
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
     batch, heads, q_len, dim = q.shape
@@ -31,6 +31,8 @@ def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_len
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     scale = 1.0 / np.sqrt(dim) if scale is None else scale
     logits = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    if softcap is not None:
+        logits = np.tanh(logits / softcap) * softcap
     # Query i sits at key i, or bottom-right at i + (the batch's key count) - Lq.
     valid = np.full(batch, kv_len) if key_lengths is None else np.asarray(key_lengths)
     offset = aligned_offset(alignment, valid, q_len)
@@ -103,6 +105,26 @@ class Attention(unittest.TestCase):
         self.assertEqual(out.dtype, np.float16)
         expected, _ = reference(q, k, v, "sliding_window", "bottom_right", (8, 4), lengths)
         np.testing.assert_allclose(out.astype(np.float64), expected, atol=3e-3, rtol=3e-3)
+
+    def test_any_window_runs_the_kernel_taking_it_per_call(self):
+        q, k, v = self.qkv(2, 2, 2, 9, 30, 32, np.float16)
+        lengths = np.array([30, 11], dtype=np.int32)
+        for window in ((0, 0), (5, 2), (17, 0)):
+            out = attnforge.attention(q, k, v, mask="sliding_window", window=window,
+                                      alignment="bottom_right", key_lengths=lengths)
+            expected, _ = reference(q, k, v, "sliding_window", "bottom_right", window, lengths)
+            np.testing.assert_allclose(out.astype(np.float64), expected, atol=3e-3, rtol=3e-3)
+
+    def test_softcap_matches_the_reference(self):
+        q, k, v = self.qkv(1, 8, 2, 13, 21, 64)
+        q *= 40.0  # logits well past the cap
+        out = attnforge.attention(q, k, v, mask="causal", softcap=30)
+        expected, _ = reference(q, k, v, mask="causal", softcap=30.0)
+        np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
+        with self.assertRaisesRegex(attnforge.NoKernelError, "softcap50"):
+            attnforge.attention(q, k, v, mask="causal", softcap=50)
+        with self.assertRaisesRegex(ValueError, "softcap"):
+            attnforge.attention(q, k, v, mask="causal", softcap=-1)
 
     def test_alibi_and_weights(self):
         q, k, v = self.qkv(2, 2, 2, 5, 12, 32)
@@ -306,6 +328,13 @@ class Layer(unittest.TestCase):
             out = attnforge.mha_layer(x, heads=4, key_lengths=lengths, **p)
             expected = layer_reference(x, heads=4, key_lengths=lengths, **p)
             np.testing.assert_allclose(out, expected, atol=2e-4, rtol=2e-4)
+
+    def test_a_softcapped_layer_matches_the_reference(self):
+        p = self.parameters(32, 2)
+        x = random(self.rng, (2, 19, 32), scale=4.0)
+        out = attnforge.mha_layer(x, heads=2, mask="causal", softcap=20, **p)
+        expected = layer_reference(x, heads=2, mask="causal", softcap=20.0, **p)
+        np.testing.assert_allclose(out, expected, atol=2e-4, rtol=2e-4)
 
     def test_cross_attention_returns_averaged_weights(self):
         d_model, heads, kv_heads, dim = 48, 4, 2, 12

@@ -49,7 +49,7 @@ std::set<std::string> packaged_attention_specs() {
 
 TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
   const std::set<std::string> specs = packaged_attention_specs();
-  EXPECT_EQ(specs.size(), 11u);
+  EXPECT_EQ(specs.size(), 13u);
   // A head dim of five 8-lane vectors: on an AVX-512 host its kernels are 8 lanes wide.
   EXPECT_EQ(specs.count("causal.br.kpad.gqa4x2.d40.f32"), 1u);
   for (const std::string& spec : specs) {
@@ -103,14 +103,61 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
   // Every spec for avx2, host and CUDA, but the paged and 8-bit caches (5
-  // specs) on CUDA; the f16 spec's tensor-core generic kernel on CUDA has an
-  // unaligned fallback, a generic kernel too.
-  EXPECT_EQ(generic, 11 * 3 - 5 + 1);
-  EXPECT_EQ(short_queries, 11 * 3 - 5);
+  // specs) on CUDA; the two f16 specs' tensor-core generic kernels on CUDA
+  // have an unaligned fallback, a generic kernel too.
+  EXPECT_EQ(generic, 13 * 3 - 5 + 2);
+  EXPECT_EQ(short_queries, 13 * 3 - 5);
   // The correct record for avx2 and host, and the CUDA one; the wrong one never.
   EXPECT_EQ(tuned, 3);
-  EXPECT_EQ(cuda, 6 * 2 + 1 + 1);
-  EXPECT_EQ(layers, 2 * 2);  // two layers for avx2 and host; layers have no CUDA kernels
+  EXPECT_EQ(cuda, 8 * 2 + 2 + 1);
+  EXPECT_EQ(layers, 3 * 2);  // three layers for avx2 and host; layers have no CUDA kernels
+}
+
+// window8_4 has a kernel of its own; every other window takes the kernel
+// that is given its sizes per call, on the CPU and on CUDA alike.
+TEST(Runtime, AWindowWithoutItsOwnKernelRunsTheOneTakingItPerCall) {
+  const AttentionSpec own = AttentionSpec::parse("window8_4.br.kpad.mha2.d32.f16");
+  AttentionCase compiled(own, {2, 9, 40});
+  RuntimeCall compiled_call(own, compiled);
+  KernelChoice choice;
+  ASSERT_TRUE(choose_kernel(compiled_call.q, compiled_call.k, compiled_call.v, compiled_call.out,
+                            compiled_call.options, &choice)
+                  .ok());
+  EXPECT_EQ(choice.spec, "window8_4.br.kpad.mha2.d32.f16");
+
+  const AttentionSpec per_call = AttentionSpec::parse("window.br.kpad.mha2.d32.f16");
+  for (auto [left, right] : {std::pair{0, 0}, {5, 2}, {30, 0}, {100, 100}}) {
+    AttentionCase c(per_call, {2, 9, 40});
+    c.set_window(left, right);
+    RuntimeCall call(per_call, c);
+    ASSERT_TRUE(choose_kernel(call.q, call.k, call.v, call.out, call.options, &choice).ok());
+    EXPECT_EQ(choice.spec, "window.br.kpad.mha2.d32.f16");
+    const Status status = call.run();
+    ASSERT_TRUE(status.ok()) << status.message;
+    const Comparison result = c.compare();
+    EXPECT_TRUE(result.ok) << left << ", " << right << ": " << result.first_failure;
+  }
+}
+
+TEST(Runtime, ASoftcapIsPartOfTheKernelsIdentity) {
+  const AttentionSpec capped = AttentionSpec::parse("causal.softcap30.gqa8x2.d64.f32");
+  CaseOptions large;
+  large.input_magnitude = 40.0;  // logits well past the cap
+  AttentionCase c(capped, {1, 20, 20}, large);
+  RuntimeCall call(capped, c);
+  ASSERT_TRUE(call.run().ok());
+  EXPECT_TRUE(c.compare().ok);
+  // Another cap has no kernel, and the message names the spec asked for.
+  call.options.softcap = 50.0f;
+  Status status = call.run();
+  EXPECT_EQ(status.code, ErrorCode::no_kernel);
+  EXPECT_NE(status.message.find("softcap50"), std::string::npos) << status.message;
+  for (float bad : {-1.0f, NAN, INFINITY, 1e-6f, 1e7f}) {
+    call.options.softcap = bad;
+    status = call.run();
+    EXPECT_EQ(status.code, ErrorCode::invalid_argument) << bad;
+    EXPECT_NE(status.message.find("softcap"), std::string::npos) << status.message;
+  }
 }
 
 TEST(Runtime, AHeadDimWithNoKernelIsNamed) {

@@ -11,6 +11,7 @@ AttentionOptions mask_options(const AttentionSpec& spec) {
                                                           : MaskAlignment::top_left;
   o.window_left = spec.window_left;
   o.window_right = spec.window_right;
+  o.softcap = spec.softcap;
   return o;
 }
 
@@ -24,6 +25,10 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
   AttentionOptions& o = call.options;
   o = mask_options(spec);
   o.scale = args.scale;
+  if (spec.run_time_window) {
+    o.window_left = args.window_left;
+    o.window_right = args.window_right;
+  }
   if (args.key_lengths) {
     call.key_lengths = view_of(*args.key_lengths);
     o.key_lengths = &call.key_lengths;

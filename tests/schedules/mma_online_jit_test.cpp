@@ -39,7 +39,9 @@ INSTANTIATE_TEST_SUITE_P(Masks, MmaOnlineOnTheCpu,
                                            MmaCase{"causal.kpad.alibi.mha2.d64.bf16", 16, 64},
                                            MmaCase{"full.bias.gqa4x2.d64.f16", 16, 32},
                                            MmaCase{"causal.br.kpad.mha2.d128.f16", 16, 32},
-                                           MmaCase{"full.kpad.mha1.d96.bf16", 16, 32}));
+                                           MmaCase{"full.kpad.mha1.d96.bf16", 16, 32},
+                                           MmaCase{"window.br.softcap30.gqa4x2.d64.f16", 16, 32},
+                                           MmaCase{"causal.kpad.softcap5.mha2.d64.bf16", 32, 32}));
 
 }  // namespace
 }  // namespace attnforge

@@ -107,7 +107,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, SampledCudaSchedules,
                                            "window20_5.br.kpad.mha2.d32.f32",
                                            "causal.br.alibi.mqa2.d128.f16",
                                            "causal.br.alibi.gqa4x2.d64.f32",
-                                           "full.bias.mha2.d32.f32.weights"),
+                                           "full.bias.mha2.d32.f32.weights",
+                                           "window.br.kpad.softcap20.mha2.d32.f32"),
                          [](const auto& info) { return testing::test_name_of(info.param); });
 
 // online_rows on the OpenCL device (pocl), which needs no lane registers:
@@ -135,7 +136,8 @@ TEST_P(RowPresetsOnOpenCl, MatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(Specs, RowPresetsOnOpenCl,
                          ::testing::Values("full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d32.f32",
                                            "window20_5.kpad.alibi.mqa2.d32.f32",
-                                           "causal.bias.mha2.d32.f32"),
+                                           "causal.bias.mha2.d32.f32",
+                                           "window.kpad.softcap30.mqa2.d32.f32"),
                          [](const auto& info) { return testing::test_name_of(info.param); });
 
 // At head dim 128 a thread's row fits with key blocks of one: its state

@@ -27,6 +27,11 @@ const char* const kCanonicalSpecs[] = {
     "full.bias.mha4.d32.f32.kv8.weights",
     "causal.br.kpad.page16.gqa32x8.d128.bf16.kvfp8",
     "window64_0.alibi.mqa4.d64.f16.kvfp8",
+    "causal.softcap30.gqa8x2.d64.f32",
+    "window.br.kpad.alibi.softcap2p5.mha2.d32.bf16.kv8",
+    "window.mha8.d64.f32",
+    "full.softcap0p001.mha1.d1.f16",
+    "full.bias.softcap1000000.mha1.d1.f16.weights",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -57,7 +62,7 @@ TEST(AttentionSpec, ParsesEveryField) {
 
 TEST(AttentionSpec, EveryFieldChangesTheString) {
   AttentionSpec base = AttentionSpec::parse("causal.mha8.d64.f32");
-  std::vector<AttentionSpec> variants(10, base);
+  std::vector<AttentionSpec> variants(12, base);
   variants[0].mask = PositionMask::none;
   variants[1].alignment = Alignment::bottom_right;
   variants[2].key_padding = true;
@@ -68,6 +73,9 @@ TEST(AttentionSpec, EveryFieldChangesTheString) {
   variants[7].dtype = DType::f16;
   variants[8].return_weights = true;
   variants[9].kv_storage = KvStorage::int8;
+  variants[10].softcap = 30.0f;
+  variants[11].mask = PositionMask::window;
+  variants[11].run_time_window = true;
   std::set<std::string> strings = {base.to_string()};
   for (const AttentionSpec& v : variants) {
     EXPECT_TRUE(strings.insert(v.to_string()).second) << v.to_string();
@@ -117,7 +125,38 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"causal.mha8.d64.f32.weights.kv8", "spec"},
         BadSpec{"causal.mha8.d64.kv8.f32", "dtype"},
         BadSpec{"causal.mha8.d64.f32.kv8.kvfp8", "spec"},
-        BadSpec{"causal.mha99999.d64.f32", "heads"}));
+        BadSpec{"causal.mha99999.d64.f32", "heads"},
+        BadSpec{"causal.softcap.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap-30.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap1e3.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap0.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap0p0001.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap2000000.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcapinf.mha8.d64.f32", "softcap"},
+        BadSpec{"causal.softcap30p0.mha8.d64.f32", "heads"},
+        BadSpec{"causal.softcap30.alibi.mha8.d64.f32", "heads"},
+        BadSpec{"window_.mha8.d64.f32", "window_left"}));
+
+TEST(AttentionSpec, SoftcapIsTheShortestTextThatReadsBack) {
+  AttentionSpec spec = AttentionSpec::parse("causal.softcap50p5.mha8.d64.f32");
+  EXPECT_FLOAT_EQ(spec.softcap, 50.5f);
+  EXPECT_TRUE(spec.softcapped());
+  spec.softcap = 0.1f;
+  EXPECT_EQ(spec.to_string(), "causal.softcap0p1.mha8.d64.f32");
+  EXPECT_EQ(AttentionSpec::parse(spec.to_string()).softcap, 0.1f);
+}
+
+TEST(AttentionSpec, AWindowGivenPerCallHasNoCompiledSizes) {
+  AttentionSpec spec = AttentionSpec::parse("window.br.kpad.mha8.d64.f32");
+  EXPECT_EQ(spec.mask, PositionMask::window);
+  EXPECT_TRUE(spec.run_time_window);
+  EXPECT_TRUE(spec.positional());
+  spec.window_left = 4;
+  EXPECT_THROW(spec.validate(), SpecError);
+  spec.window_left = 0;
+  spec.mask = PositionMask::causal;
+  EXPECT_THROW(spec.validate(), SpecError);
+}
 
 TEST(AttentionSpec, WindowOnASpecWithoutAWindowIsAnError) {
   AttentionSpec spec;

@@ -250,6 +250,7 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
   args_.v = v_->raw();
   args_.out = out_->raw();
   args_.scale = static_cast<float>(problem_.scale);
+  if (spec.run_time_window) set_window(kDefaultWindow.first, kDefaultWindow.second);
 
   if (spec.key_padding) {
     std::vector<int> lengths = options.key_lengths;
@@ -323,6 +324,11 @@ void AttentionCase::set_query(int b, int h, int i, int d, double value) {
 void AttentionCase::set_scale(double scale) {
   args_.scale = static_cast<float>(scale);
   problem_.scale = static_cast<double>(args_.scale);
+}
+
+void AttentionCase::set_window(int left, int right) {
+  args_.window_left = problem_.window_left = left;
+  args_.window_right = problem_.window_right = right;
 }
 
 Comparison AttentionCase::compare() const {

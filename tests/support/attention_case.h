@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host_tensor.h"
@@ -63,6 +64,11 @@ class AttentionCase {
 
   // Uses `scale` instead of the default 1/sqrt(D).
   void set_scale(double scale);
+
+  // A window given per call (spec.run_time_window): the sizes the kernel and
+  // the reference use, kDefaultWindow until set.
+  void set_window(int left, int right);
+  static constexpr std::pair<int, int> kDefaultWindow = {7, 3};
 
   // The kernel's output and the reference's, [B][H][Lq][D] in double.
   std::vector<double> output() const;

@@ -32,7 +32,10 @@ enum class MaskAlignment { top_left, bottom_right };
 struct AttentionOptions {
   MaskKind mask = MaskKind::none;
   MaskAlignment alignment = MaskAlignment::top_left;
-  int window_left = 0;  // sliding_window only; must match an emitted kernel's window
+  // sliding_window only: the window's sizes. A kernel compiled for this
+  // window runs if the package has one, else a kernel taking the window per
+  // call (spec mask `window`).
+  int window_left = 0;
   int window_right = 0;
 
   // Key padding: int32 [B]; batch b KEEPS keys 0 .. key_lengths[b] - 1 and
@@ -85,6 +88,11 @@ struct AttentionOptions {
   const TensorView* alibi_slopes = nullptr;
 
   float scale = NAN;  // NaN: 1 / sqrt(D)
+
+  // Logit softcapping (Gemma 2, Grok; FlashAttention's softcap): the scaled
+  // logit s becomes tanh(s / softcap) * softcap, before bias, ALiBi and mask.
+  // 0: none. Compiled into a kernel: it must equal an emitted kernel's cap.
+  float softcap = 0.0f;
 
   // Also write the normalized attention weights, [B, H, Lq, Lk].
   TensorView* weights = nullptr;
