@@ -9,10 +9,13 @@ namespace attnforge::bench {
 namespace {
 
 __attribute__((always_inline)) inline void softmax_row(float* row, long length,
-                                                       KeyRange<long> keys) {
+                                                       KeyRange<long> keys, float softcap) {
   if (key_count(keys) == 0) {
     std::fill(row, row + length, 0.0f);
     return;
+  }
+  if (softcap > 0.0f) {
+    for (long j = keys.begin; j < keys.end; ++j) row[j] = std::tanh(row[j] / softcap) * softcap;
   }
   float row_max = row[keys.begin];
   for (long j = keys.begin; j < keys.end; ++j) row_max = std::max(row_max, row[j]);
@@ -31,7 +34,7 @@ __attribute__((always_inline)) inline void softmax_body(const AttentionSpec& spe
                                                         long q_len, long kv_len, long row_begin,
                                                         long row_end) {
   for (long i = row_begin; i < row_end; ++i) {
-    softmax_row(scores + i * kv_len, kv_len, query_keys(spec, i, q_len, kv_len));
+    softmax_row(scores + i * kv_len, kv_len, query_keys(spec, i, q_len, kv_len), spec.softcap);
   }
 }
 

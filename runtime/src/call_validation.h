@@ -9,7 +9,9 @@
 namespace attnforge::runtime {
 
 struct ValidatedCall {
-  AttentionSpec spec;  // the kernel this call needs
+  // The kernel this call needs; once one is chosen, its spec (a window given
+  // per call then takes the sizes as arguments).
+  AttentionSpec spec;
   int batch = 0, q_len = 0, kv_len = 0;
   float scale = 0.0f;
   Device device = Device::cpu;

@@ -71,6 +71,14 @@ double fit_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
   return fit < 0.0 ? -1.0 : fit * 1000.0 + e.rank;
 }
 
+// Whether a kernel of spec `kernel` computes what a call of spec `call`
+// needs: the same spec, or `call`'s with its window given per call.
+bool serves(const AttentionSpec& kernel, const AttentionSpec& call) {
+  if (kernel == call) return true;
+  return kernel.run_time_window && call.mask == PositionMask::window &&
+         with_window(kernel, call.window_left, call.window_right) == call;
+}
+
 }  // namespace
 
 const std::vector<RegisteredKernel>& registered_kernels() {
@@ -116,12 +124,6 @@ const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_fea
                   spec, call.spec.d_model, call.spec.attention.heads, call.spec.attention.kv_heads,
                   listed_specs(registered_layers(), "no layers"))};
   return nullptr;
-}
-
-bool serves(const AttentionSpec& kernel, const AttentionSpec& call) {
-  if (kernel == call) return true;
-  return kernel.run_time_window && call.mask == PositionMask::window &&
-         with_window(kernel, call.window_left, call.window_right) == call;
 }
 
 const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,

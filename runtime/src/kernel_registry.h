@@ -30,10 +30,6 @@ struct RegisteredLayer {
 const std::vector<RegisteredKernel>& registered_kernels();
 const std::vector<RegisteredLayer>& registered_layers();
 
-// Whether a kernel of `kernel` computes what a call of `call` needs: the same
-// spec, or `call`'s with its window given per call.
-bool serves(const AttentionSpec& kernel, const AttentionSpec& call);
-
 // nullptr when none fits; `status` then says why, listing what exists.
 // cuda_missing: why CUDA kernels cannot run here, empty when they can.
 const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
