@@ -8,8 +8,8 @@
 namespace attnforge::bench {
 namespace {
 
-__attribute__((always_inline)) inline void softmax_row(float* row, long length,
-                                                       KeyRange<long> keys, float softcap) {
+__attribute__((always_inline)) inline void softmax_row(float* row, long length, KeyRange<long> keys,
+                                                       float softcap) {
   if (key_count(keys) == 0) {
     std::fill(row, row + length, 0.0f);
     return;
