@@ -6,9 +6,9 @@
 
 namespace attnforge {
 
-// tanh(s / cap) * cap in f32, within 1e-6 * cap of the exact value (at most
-// cap in magnitude, and exactly +-cap for |s| >= 44 * cap). Built on
-// softmax_exp rather than Halide::tanh, which calls the C library per element.
+// tanh(s / cap) * cap in f32, within 1e-6 * cap of the exact value and
+// constant for |s| >= 7.75 * cap. A rational function rather than
+// Halide::tanh, which calls the C library per element.
 Halide::Expr softcapped(const Halide::Expr& s, float cap);
 
 }  // namespace attnforge

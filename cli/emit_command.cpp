@@ -54,6 +54,7 @@ int run_emit(const EmitArgs& args) {
   for (const std::string& skipped : kernel_plan.skipped) {
     fmt::print(stderr, "skipped {}\n", skipped);
   }
+  for (const std::string& served : kernel_plan.served_by_other) fmt::print(stderr, "{}\n", served);
   const std::vector<emit::PlannedKernel>& plan = kernel_plan.kernels;
   if (plan.empty()) {
     throw std::invalid_argument("nothing to emit: the database has no tuned spec and no --specs");

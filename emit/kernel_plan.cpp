@@ -167,6 +167,25 @@ void plan_layer(const autotune::Database& database, const LayerSpec& layer, size
   }
 }
 
+// The spec whose window is given per call, for a compiled window spec with
+// no shipped record that every target can build; else nothing.
+std::optional<AttentionSpec> run_time_window_instead(const AttentionSpec& spec,
+                                                     const std::vector<Record>& shipped,
+                                                     const std::vector<EmitTarget>& targets) {
+  if (spec.mask != PositionMask::window || spec.run_time_window) return std::nullopt;
+  const std::string text = spec.to_string();
+  for (const Record& r : shipped) {
+    if (r.spec == text) return std::nullopt;
+  }
+  AttentionSpec per_call = spec;
+  per_call.run_time_window = true;
+  per_call.window_left = per_call.window_right = 0;
+  for (const EmitTarget& target : targets) {
+    if (schedules::check_spec_on_target(per_call, target.target)) return std::nullopt;
+  }
+  return per_call;
+}
+
 }  // namespace
 
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
@@ -175,10 +194,18 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
   KernelPlan result;
   std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
   std::map<std::string, LayerSpec> layers;
-  for (const AttentionSpec& spec : extra_specs) specs.emplace(spec.to_string(), spec);
-  for (const LayerSpec& layer : extra_layers) layers.emplace(layer.to_string(), layer);
   std::vector<Record> shipped = database.winners({"", kShippedKinds, {}});
   for (Record& r : database.estimated_winners({"", kShippedKinds, {}})) shipped.push_back(r);
+  for (const AttentionSpec& spec : extra_specs) {
+    if (auto per_call = run_time_window_instead(spec, shipped, targets)) {
+      result.served_by_other.push_back(spec.to_string() + ": no tuned kernel; served by " +
+                                       per_call->to_string() + ", the window given per call");
+      specs.emplace(per_call->to_string(), *per_call);
+    } else {
+      specs.emplace(spec.to_string(), spec);
+    }
+  }
+  for (const LayerSpec& layer : extra_layers) layers.emplace(layer.to_string(), layer);
   for (const Record& r : shipped) {
     if (specs.count(r.spec) || layers.count(r.spec)) continue;
     try {  // a spec this version cannot build is left out

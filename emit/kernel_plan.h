@@ -37,12 +37,18 @@ struct PlannedKernel {
 struct KernelPlan {
   std::vector<PlannedKernel> kernels;
   std::vector<std::string> skipped;  // (spec, target) pairs no kernel can serve, and why
+  // Specs served by another's kernels, and by which: a window spec with no
+  // tuned kernel of its own ships as the spec taking its window per call.
+  std::vector<std::string> served_by_other;
 };
 
 // The tuned kernels are the database's winners (Database::winners) that fit
 // each target; extra_specs, extra_layers: specs to include even with no
 // record. Layers (whole MHA layers, CPU only) get a generic kernel and the
 // tuned ones, but no short-query kernel: they read no KV cache to stream.
+// A window spec with no tuned record is planned as its `window` spec (sizes
+// given per call): one kernel then serves every window, as fast as a
+// compiled one, where each compiled window would need its own.
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs,
                         const std::vector<LayerSpec>& extra_layers = {});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "autotune/subprocess.h"
@@ -169,6 +170,31 @@ TEST(KernelPlan, TensorCoreKernelsShipWithAnUnalignedFallback) {
   EXPECT_EQ(plan.kernels[1].schedule, "online_cuda");
   EXPECT_EQ(plan.kernels[2].bucket, "generic.q16");
   EXPECT_EQ(plan.kernels[2].schedule, "online_split_cuda");
+}
+
+// Window specs with no tuned kernel ship as the one spec taking its window
+// per call; one with a tuned record keeps its own kernels.
+TEST(KernelPlan, UntunedWindowsShipAsTheWindowGivenPerCall) {
+  const std::string tuned = "window9_3.mha2.d32.f32";
+  autotune::TempDir dir;
+  KernelPlan plan =
+      plan_kernels(database_of(dir, {record(tuned, "b1.q64.k64", 1.0, Status::ok)}),
+                   parse_emit_targets("avx2,cuda"),
+                   {AttentionSpec::parse("window4_0.mha2.d32.f32"),
+                    AttentionSpec::parse("window16_16.mha2.d32.f32"), AttentionSpec::parse(tuned)});
+  std::map<std::string, int> kernels_per_spec;
+  for (const PlannedKernel& k : plan.kernels) ++kernels_per_spec[k.spec_text()];
+  EXPECT_EQ(kernels_per_spec.size(), 2u);
+  EXPECT_EQ(kernels_per_spec["window.mha2.d32.f32"], 4);  // generic and short-query, two targets
+  EXPECT_EQ(kernels_per_spec[tuned], 5);                  // and the AVX2 tuned kernel
+  ASSERT_EQ(plan.served_by_other.size(), 2u);
+  EXPECT_NE(plan.served_by_other[0].find("window4_0.mha2.d32.f32: no tuned kernel; served by "
+                                         "window.mha2.d32.f32"),
+            std::string::npos)
+      << plan.served_by_other[0];
+  for (const PlannedKernel& k : plan.kernels) {
+    if (k.spec.run_time_window) EXPECT_EQ(k.spec.window_left + k.spec.window_right, 0);
+  }
 }
 
 TEST(KernelPlan, LayersShipAGenericAndTheirTunedKernelsOnCpusOnly) {
