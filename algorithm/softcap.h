@@ -6,8 +6,8 @@
 
 namespace attnforge {
 
-// tanh(s / cap) * cap in f32, within 1e-6 * cap of the exact value and
-// constant for |s| >= 7.75 * cap. A rational function rather than
+// tanh(s / cap) * cap in f32, within 1.2e-6 * cap of the exact value and
+// constant for |s| >= 7 * cap. A rational function rather than
 // Halide::tanh, which calls the C library per element.
 Halide::Expr softcapped(const Halide::Expr& s, float cap);
 

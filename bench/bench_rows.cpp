@@ -80,6 +80,15 @@ void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings
   });
 }
 
+void set_vs_plain(std::vector<BenchRow>& rows, const std::vector<Timing>& timings,
+                  std::pair<int, int> window) {
+  set_vs_peer(rows, timings, &BenchRow::vs_plain, [window](AttentionSpec spec) {
+    if (!spec.softcapped() && !spec.run_time_window) return std::string();
+    spec.softcap = 0.0f;
+    return with_window(spec, window.first, window.second).to_string();
+  });
+}
+
 void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
   json = {{"spec", row.spec},
           {"shape", row.shape},
@@ -94,6 +103,7 @@ void to_json(nlohmann::ordered_json& json, const BenchRow& row) {
           {"pct_bandwidth", row.pct_bandwidth},
           {"vs_contiguous", row.vs_contiguous},
           {"vs_bf16", row.vs_bf16},
+          {"vs_plain", row.vs_plain},
           {"read_gbps", row.read_gbps}};
 }
 
@@ -113,9 +123,9 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
   }
   const std::string header = fmt::format(
       "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10}  {:>10}  {:>10}  {:>8}  {:>6}  {:>8}  {:>5}  {:>9}  "
-      "{:>7}",
+      "{:>7}  {:>8}",
       "spec", spec_w, "shape", shape_w, "impl", impl_w, "thr", "median ms", "min ms", "max ms",
-      "GFLOP/s", "% peak", "vs naive", "% bw", "vs contig", "vs bf16");
+      "GFLOP/s", "% peak", "vs naive", "% bw", "vs contig", "vs bf16", "vs plain");
   const std::string rule(header.size(), '-');
   fmt::print(stream, "{}\n", header);
   const BenchRow* previous = nullptr;
@@ -126,12 +136,13 @@ void print_rows(const std::vector<BenchRow>& rows, std::FILE* stream) {
     fmt::print(
         stream,
         "{:<{}}  {:<{}}  {:<{}}  {:>3}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>8.2f}  {:>6.1f}  "
-        "{:>7.2f}x  {:>5}  {:>9}  {:>7}\n",
+        "{:>7.2f}x  {:>5}  {:>9}  {:>7}  {:>8}\n",
         row.spec, spec_w, row.shape, shape_w, row.impl, impl_w, row.threads, row.ms_median,
         row.ms_min, row.ms_max, row.gflops, row.pct_peak, row.speedup_vs_naive,
         row.pct_bandwidth > 0 ? fmt::format("{:.1f}", row.pct_bandwidth) : "-",
         row.vs_contiguous > 0 ? fmt::format("{:.3f}x", row.vs_contiguous) : "-",
-        row.vs_bf16 > 0 ? fmt::format("{:.3f}x", row.vs_bf16) : "-");
+        row.vs_bf16 > 0 ? fmt::format("{:.3f}x", row.vs_bf16) : "-",
+        row.vs_plain > 0 ? fmt::format("{:.3f}x", row.vs_plain) : "-");
     previous = &row;
   }
 }

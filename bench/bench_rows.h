@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/timing.h"
@@ -35,6 +36,10 @@ struct BenchRow {
   // spec with a bf16 cache (bf16 storage, no kv8), as vs_contiguous; 0 where
   // that spec was not run.
   double vs_bf16 = 0.0;
+  // Modifier rows (a softcap, a window given per call): this time over the
+  // same implementation's on the spec without them (no softcap, the window
+  // compiled in), as vs_contiguous; 0 where that spec was not run.
+  double vs_plain = 0.0;
   // The read bandwidth % bw is counted against: the median of the read probe
   // timed in turns with the rows (GB/s); 0 for rows without a % bw.
   double read_gbps = 0.0;
@@ -67,6 +72,11 @@ void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& t
 // Sets vs_bf16 on each kv8 row likewise, from the rows of its spec with a
 // bf16 cache.
 void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings);
+
+// Sets vs_plain on each softcapped or run-time window row likewise, from the
+// rows of its spec without a softcap and with `window` (left, right) compiled in.
+void set_vs_plain(std::vector<BenchRow>& rows, const std::vector<Timing>& timings,
+                  std::pair<int, int> window);
 
 // An object with exactly the BenchRow field names as keys, in field order.
 void to_json(nlohmann::ordered_json& json, const BenchRow& row);

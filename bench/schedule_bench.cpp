@@ -336,6 +336,7 @@ void ScheduleBench::run_shape(size_t first, size_t end, int threads) {
   }
   set_vs_contiguous(rows, timings);
   set_vs_bf16(rows, timings);
+  set_vs_plain(rows, timings, options_.window);
   for (size_t n = 0; n < timed.size(); ++n) timed[n].first->rows.push_back(rows[n]);
   if (options_.torch_python.empty()) return;
   for (size_t n = first; n < end; ++n) {

@@ -29,6 +29,11 @@ TARGETS = {"naive": 20.0, "openblas_unfused": 1.3, "torch_sdpa": 1.2, "autosched
            "preset": 1.1}
 
 
+# Ratio columns a table shows where one of its rows has the ratio: the JSON
+# key and the column's label.
+RATIO_COLUMNS = [("vs_contiguous", "vs contiguous"), ("vs_bf16", "vs bf16"),
+                 ("vs_plain", "vs plain")]
+
 def category(impl):
     if impl == "tuned":
         return "attnforge tuned"
@@ -185,7 +190,8 @@ def main():
               "median of its runs). Where it has vs contiguous (a paged KV cache), it is "
               "the time over the same implementation's with a contiguous cache, the median of "
               "their ratios in the turns they were timed in together; vs bf16 (an 8-bit KV "
-              "cache) likewise against the same spec with a bf16 cache.", ""]
+              "cache) likewise against the same spec with a bf16 cache, and vs plain (a softcap or "
+              "a window given per call) against the spec without them.", ""]
     for (spec, shape, threads), group in by.items():
         lines += [f"## {case(spec, shape, threads)}", ""]
         mine = ours(group)
@@ -193,22 +199,19 @@ def main():
             lines.append(f"- {mine['impl']}: {ratio(reference, mine)} {label}"
                          + verdict(reference, mine, target))
         bandwidth = any(r.get("pct_bandwidth", 0) > 0 for r in group)
-        paged = any(r.get("vs_contiguous", 0) > 0 for r in group)
-        quantized = any(r.get("vs_bf16", 0) > 0 for r in group)
+        ratios = [(key, label) for key, label in RATIO_COLUMNS
+                  if any(r.get(key, 0) > 0 for r in group)]
         lines += ["", "| implementation | median ms | min–max ms | GFLOP/s | % peak | vs naive |"
-                  + (" % bw |" if bandwidth else "") + (" vs contiguous |" if paged else "")
-                  + (" vs bf16 |" if quantized else ""),
+                  + (" % bw |" if bandwidth else "") + "".join(f" {label} |" for _, label in ratios),
                   "|---|---:|---:|---:|---:|---:|" + ("---:|" if bandwidth else "")
-                  + ("---:|" if paged else "") + ("---:|" if quantized else "")]
+                  + "---:|" * len(ratios)]
         for r in sorted(group, key=lambda r: r["ms_median"]):
             lines.append(f"| {r['impl']} | {r['ms_median']:.3f} | {r['ms_min']:.3f}–"
                          f"{r['ms_max']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | "
                          f"{r['speedup_vs_naive']:.1f}x |"
                          + (f" {r.get('pct_bandwidth', 0):.1f} |" if bandwidth else "")
-                         + ((f" {r['vs_contiguous']:.2f}x |" if r.get("vs_contiguous", 0) > 0
-                             else " – |") if paged else "")
-                         + ((f" {r['vs_bf16']:.2f}x |" if r.get("vs_bf16", 0) > 0
-                             else " – |") if quantized else ""))
+                         + "".join(f" {r[key]:.2f}x |" if r.get(key, 0) > 0 else " – |"
+                                   for key, _ in ratios))
         lines.append("")
     lines += ["## Charts", "", "![Speedup over the naive baseline](speedup.png)", "",
               "![Percent of the measured FMA peak](peak.png)", ""]

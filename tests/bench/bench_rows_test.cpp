@@ -1,7 +1,8 @@
 // A paged row's vs_contiguous: the per-turn ratio to the same implementation
 // and thread count on the same spec with a contiguous cache, and nothing where
 // there is no such row; an 8-bit cache row's vs_bf16 likewise against its
-// spec with a bf16 cache.
+// spec with a bf16 cache; a modifier row's vs_plain against its spec
+// without the modifier.
 #include "bench/bench_rows.h"
 
 #include <gtest/gtest.h>
@@ -60,6 +61,25 @@ TEST(VsBf16, EightBitRowsAgainstTheSameImplOnABf16Cache) {
   EXPECT_EQ(rows[3].vs_bf16, 0.0);
   EXPECT_EQ(rows[4].vs_bf16, 0.0);  // no bf16 row of "other"
   EXPECT_DOUBLE_EQ(rows[5].vs_bf16, 0.7);
+}
+
+TEST(VsPlain, ModifierRowsAgainstTheSpecWithoutThem) {
+  std::vector<BenchRow> rows = {row("causal.softcap30.mha2.d64.f32", "online", 2),
+                                row("causal.mha2.d64.f32", "online", 2),
+                                row("window.mha2.d64.f32", "online", 2),
+                                row("window256_0.mha2.d64.f32", "online", 2),
+                                row("window.softcap5.mha2.d64.f32", "online", 2),
+                                row("window.mha2.d64.f32", "other", 2)};
+  const std::vector<Timing> timings = {rounds({11, 12, 11}), rounds({10, 10, 10}),
+                                       rounds({9, 10, 10}),  rounds({10, 10, 10}),
+                                       rounds({12, 12, 12}), rounds({1, 1, 1})};
+  set_vs_plain(rows, timings, {256, 0});
+  EXPECT_DOUBLE_EQ(rows[0].vs_plain, 1.1);  // ratios 1.1, 1.2, 1.1
+  EXPECT_EQ(rows[1].vs_plain, 0.0);         // plain rows have none
+  EXPECT_DOUBLE_EQ(rows[2].vs_plain, 1.0);  // against the window compiled in
+  EXPECT_EQ(rows[3].vs_plain, 0.0);
+  EXPECT_DOUBLE_EQ(rows[4].vs_plain, 1.2);  // no softcap, the window compiled in
+  EXPECT_EQ(rows[5].vs_plain, 0.0);         // no plain row of "other"
 }
 
 }  // namespace
