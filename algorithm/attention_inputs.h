@@ -5,6 +5,9 @@
 
 #include <Halide.h>
 
+#include <map>
+#include <string>
+
 namespace attnforge {
 
 // Loop variables shared by every form, so schedules can name them.
@@ -26,6 +29,9 @@ struct AttentionInputs {
   Halide::Func alibi_slopes;  // (h) f32; defined only with ALiBi
   // A window given per call (spec.run_time_window): its sizes, int32 >= 0.
   Halide::Expr window_left, window_right;
+  // A spec's modifier (algorithm/modifier.h): its tensors by name, clamped
+  // to their extents.
+  std::map<std::string, Halide::Func> modifier_tensors;
   // The K and V buffers k and v read, for schedules that prefetch them;
   // undefined where k and v are computed (a paged cache).
   Halide::Parameter k_buffer, v_buffer;

@@ -1,11 +1,32 @@
 #include "attention_terms.h"
 
+#include "modifier_registry.h"
 #include "softcap.h"
 #include "spec/dtype_traits.h"
 
 namespace attnforge {
 
 using Halide::Expr;
+
+namespace {
+
+// A modifier's view of the inputs' tensors.
+class InputTensors : public ModifierTensors {
+ public:
+  explicit InputTensors(const std::map<std::string, Halide::Func>& tensors) : tensors_(tensors) {}
+  Halide::Func operator()(const std::string& name) const override {
+    auto found = tensors_.find(name);
+    if (found == tensors_.end()) {
+      throw SpecError("modifier", "the modifier reads a tensor it does not declare: " + name);
+    }
+    return found->second;
+  }
+
+ private:
+  const std::map<std::string, Halide::Func>& tensors_;
+};
+
+}  // namespace
 
 Halide::Type storage_type_of(DType dtype) {
   return Halide::Type(traits_of(dtype).halide_type);
@@ -15,7 +36,13 @@ AttentionTerms::AttentionTerms(const AttentionSpec& spec, const AttentionInputs&
     : spec_(spec),
       inputs_(inputs),
       window_(spec.run_time_window ? WindowSizes<Expr>{inputs.window_left, inputs.window_right}
-                                   : compiled_window<Expr>(spec)) {}
+                                   : compiled_window<Expr>(spec)),
+      modifier_(spec.modified() ? &modifier_of(spec) : nullptr) {}
+
+ModifierIndex AttentionTerms::modifier_index(const Expr& j, const Expr& i, const Expr& h,
+                                             const Expr& b) const {
+  return {b, h, i, j, inputs_.q_len, inputs_.kv_len};
+}
 
 Expr AttentionTerms::valid_keys(const Expr& b) const {
   return spec_.key_padding ? inputs_.key_lengths(b) : inputs_.kv_len;
@@ -60,6 +87,10 @@ Expr AttentionTerms::key_range_end_any_length(const Expr& last_query) const {
 Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                             const Expr& b) const {
   Expr value = spec_.softcapped() ? softcapped(scaled, spec_.softcap) : scaled;
+  if (modifier_ && modifier_->score) {
+    value = Halide::cast<float>(modifier_->score(value, modifier_index(j, i, h, b),
+                                                 InputTensors(inputs_.modifier_tensors)));
+  }
   if (spec_.bias == BiasKind::tensor) {
     value += to_f32(inputs_.bias(j, i, h, b));
   } else if (spec_.bias == BiasKind::alibi) {
@@ -72,8 +103,13 @@ Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, co
 Expr AttentionTerms::masked_logit(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                                   const Expr& b) const {
   Expr value = biased(scaled, j, i, h, b);
-  if (spec_.mask == PositionMask::none && !spec_.key_padding) return value;
-  return Halide::select(visible(j, i, b), value, kMaskedLogit);
+  Expr seen = visible(j, i, b);
+  if (modifier_ && modifier_->mask) {
+    seen = seen && Halide::cast<bool>(modifier_->mask(modifier_index(j, i, h, b),
+                                                      InputTensors(inputs_.modifier_tensors)));
+  }
+  if (Halide::Internal::is_const_one(seen)) return value;
+  return Halide::select(seen, value, kMaskedLogit);
 }
 
 Expr AttentionTerms::row_has_keys(const Expr& row_max) {

@@ -5,6 +5,7 @@
 #include <Halide.h>
 
 #include "attention_inputs.h"
+#include "modifier.h"
 #include "spec/attention_spec.h"
 #include "spec/key_range.h"
 
@@ -28,12 +29,13 @@ class AttentionTerms {
   // Whether query i of batch b may see key j (positional mask and key padding).
   Halide::Expr visible(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& b) const;
 
-  // A scaled score, softcapped where the spec says, plus the spec's additive
-  // term (bias tensor or ALiBi), in f32.
+  // A scaled score, softcapped where the spec says, through the modifier's
+  // score rule, plus the spec's additive term (bias tensor or ALiBi), in f32.
   Halide::Expr biased(const Halide::Expr& scaled, const Halide::Expr& j, const Halide::Expr& i,
                       const Halide::Expr& h, const Halide::Expr& b) const;
 
-  // The biased logit where visible, kMaskedLogit elsewhere. Each form decides
+  // The biased logit where visible (and the modifier's mask allows),
+  // kMaskedLogit elsewhere. Each form decides
   // where the scale is applied, so `scaled` already carries it.
   Halide::Expr masked_logit(const Halide::Expr& scaled, const Halide::Expr& j,
                             const Halide::Expr& i, const Halide::Expr& h,
@@ -61,9 +63,13 @@ class AttentionTerms {
   Halide::Expr aligned_position(const Halide::Expr& i, const Halide::Expr& b) const;
   Halide::Expr valid_keys(const Halide::Expr& b) const;
 
+  ModifierIndex modifier_index(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& h,
+                               const Halide::Expr& b) const;
+
   AttentionSpec spec_;
   AttentionInputs inputs_;
-  WindowSizes<Halide::Expr> window_;  // compiled, or the call's
+  const Modifier* modifier_ = nullptr;  // the spec's, where it has one
+  WindowSizes<Halide::Expr> window_;    // compiled, or the call's
 };
 
 Halide::Type storage_type_of(DType dtype);

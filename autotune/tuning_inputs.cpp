@@ -51,6 +51,8 @@ TuningInputs::TuningInputs(const AttentionSpec& spec, TuningShape shape, uint32_
   args_.v = v_.raw_buffer();
   args_.out = out_.raw_buffer();
   args_.scale = default_scale(D);
+  modifier_samples_ = ModifierSamples(spec, B, shape.q_len, shape.kv_len);
+  modifier_samples_.attach(args_);
   if (spec.run_time_window) {
     // A window given per call is tuned for a quarter of the keys, looking back.
     args_.window_left = std::max(1, shape.kv_len / 4);

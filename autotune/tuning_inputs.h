@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "modifier_samples.h"
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
 #include "spec/paged_cache.h"
@@ -48,6 +49,7 @@ class TuningInputs {
   QuantizedKv quantized_;  // kv8 specs: k and v as int8 rows and their scales
   PagedCache paged_;       // paged specs: k and v in pages
   Halide::Runtime::Buffer<float> k_scale_pages_, v_scale_pages_;  // paged kv8 specs
+  ModifierSamples modifier_samples_;  // a modifier's tensors, its sample values
   KernelArguments args_;
 };
 

@@ -83,8 +83,10 @@ void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings
 void set_vs_plain(std::vector<BenchRow>& rows, const std::vector<Timing>& timings,
                   std::pair<int, int> window) {
   set_vs_peer(rows, timings, &BenchRow::vs_plain, [window](AttentionSpec spec) {
-    if (!spec.softcapped() && !spec.run_time_window) return std::string();
+    if (!spec.softcapped() && !spec.run_time_window && !spec.modified()) return std::string();
     spec.softcap = 0.0f;
+    spec.modifier.clear();
+    spec.modifier_hash.clear();
     return with_window(spec, window.first, window.second).to_string();
   });
 }

@@ -36,9 +36,10 @@ struct BenchRow {
   // spec with a bf16 cache (bf16 storage, no kv8), as vs_contiguous; 0 where
   // that spec was not run.
   double vs_bf16 = 0.0;
-  // Modifier rows (a softcap, a window given per call): this time over the
-  // same implementation's on the spec without them (no softcap, the window
-  // compiled in), as vs_contiguous; 0 where that spec was not run.
+  // Modifier rows (a softcap, a window given per call, a user's modifier):
+  // this time over the same implementation's on the spec without them (no
+  // softcap or modifier, the window compiled in), as vs_contiguous; 0 where
+  // that spec was not run.
   double vs_plain = 0.0;
   // The read bandwidth % bw is counted against: the median of the read probe
   // timed in turns with the rows (GB/s); 0 for rows without a % bw.
@@ -73,8 +74,9 @@ void set_vs_contiguous(std::vector<BenchRow>& rows, const std::vector<Timing>& t
 // bf16 cache.
 void set_vs_bf16(std::vector<BenchRow>& rows, const std::vector<Timing>& timings);
 
-// Sets vs_plain on each softcapped or run-time window row likewise, from the
-// rows of its spec without a softcap and with `window` (left, right) compiled in.
+// Sets vs_plain on each softcapped, run-time window or modifier row likewise,
+// from the rows of its spec without a softcap or modifier and with `window`
+// (left, right) compiled in.
 void set_vs_plain(std::vector<BenchRow>& rows, const std::vector<Timing>& timings,
                   std::pair<int, int> window);
 

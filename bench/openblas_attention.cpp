@@ -19,9 +19,9 @@ constexpr long kMinScoresPerThread = 1L << 16;
 OpenBlasAttention::OpenBlasAttention(const AttentionSpec& spec) : spec_(spec) {
   spec.validate();
   if (spec.dtype != DType::f32 || spec.key_padding || spec.bias != BiasKind::none ||
-      spec.return_weights) {
+      spec.return_weights || spec.modified()) {
     throw std::invalid_argument(
-        "OpenBLAS attention supports f32 specs without key padding, bias "
+        "OpenBLAS attention supports f32 specs without key padding, bias, a modifier "
         "or returned weights, not " +
         spec.to_string());
   }

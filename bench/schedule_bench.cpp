@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "autotune/builder.h"
+#include "autotune/modifier_samples.h"
 #include "bench/bench_inputs.h"
 #include "bench/openblas_attention.h"
 #include "bench/output_check.h"
@@ -45,6 +46,7 @@ struct Case {
   double flops = 0.0;
   double bytes = 0.0;               // attention_bytes() where memory-bound (few query rows), else 0
   std::unique_ptr<BenchInputs> in;  // impls point into it
+  autotune::ModifierSamples modifier_samples;  // a modifier's tensors, which in->args points at
   std::vector<Impl> impls;
   // The naive baseline runs on one thread whatever the count: timed once, reused.
   std::unique_ptr<Timing> naive_timing;
@@ -118,6 +120,9 @@ void ScheduleBench::add_shape(const Shape& shape) {
     c->in = std::make_unique<BenchInputs>(c->spec, c->shape, 1);
     c->in->args.window_left = options_.window.first;
     c->in->args.window_right = options_.window.second;
+    c->modifier_samples =
+        autotune::ModifierSamples(c->spec, shape.batch, shape.q_len, shape.kv_len);
+    c->modifier_samples.attach(c->in->args);
     fmt::print(stderr, "{} {}: compiling\n", c->where.spec, c->where.shape);
     build_impls(*c);
     if (c->impls.empty() || c->impls.front().name != "naive") {

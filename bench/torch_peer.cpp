@@ -99,7 +99,7 @@ bool python_has_torch(const std::string& python) {
 // unmasked or causal attention, in `dtypes`.
 std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
   if (spec.key_padding || spec.bias != BiasKind::none || spec.return_weights ||
-      spec.run_time_window) {
+      spec.run_time_window || spec.modified()) {
     return "the torch peer runs causal, window or unmasked attention only";
   }
   if (cuda && (spec.mask == PositionMask::window || spec.softcapped())) {

@@ -4,6 +4,7 @@
 // scaled_dot_product_attention. Rows as bench_schedules writes them.
 #include <fmt/format.h>
 
+#include "autotune/modifier_file.h"
 #include "bench/bench_rows.h"
 #include "bench/schedule_bench.h"
 #include "bench/torch_peer.h"
@@ -16,7 +17,7 @@ namespace {
 
 struct BenchArgs {
   std::string db, json, torch = "auto", command;
-  std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets;
+  std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets, mods;
   std::vector<int> threads = {2};
   std::vector<int> window = {256, 0};
   double min_time = 0.5;
@@ -30,7 +31,10 @@ int run_bench(const BenchArgs& args) {
   options.presets = !args.no_presets;
   options.preset_names = args.presets;
   options.autoschedulers = !args.no_autoschedulers;
-  options.specs = args.specs;
+  const std::vector<autotune::LoadedModifier> mods = autotune::load_modifier_arguments(args.mods);
+  for (const std::string& spec : args.specs) {
+    options.specs.push_back(autotune::with_modifier_hashes(spec, mods));
+  }
   options.warm_caches = args.warm_caches;
   options.window = {args.window[0], args.window[1]};
   if (!args.db.empty()) {
@@ -83,6 +87,9 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
       ->delimiter(',')
       ->expected(2)
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--mod", args->mods,
+                  "name=FILE: a modifier file (algorithm/modifier.h) that specs name as "
+                  ".mod<name>; repeatable");
   cmd->add_option("--presets", args->presets, "Only these presets, comma separated")
       ->delimiter(',')
       ->excludes("--no-presets");

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "autotune/knob_values.h"
+#include "autotune/modifier_file.h"
 #include "autotune/shard_choice.h"
 #include "autotune/tuner.h"
 #include "autotune/tuning_plan.h"
@@ -22,7 +23,7 @@ using namespace attnforge::autotune;
 struct TuneArgs {
   std::string spec, target = "host", shape, budget = "3m", strategy = "evolutionary", db;
   std::string shard = "0/1", plan;
-  std::vector<std::string> knobs;
+  std::vector<std::string> knobs, mods;
   uint32_t seed = 1;
   int threads = 0, jobs = 2, confirm = 3, shard_count = 0;
   size_t max_candidates = 0;
@@ -122,13 +123,18 @@ int run_tune_command(const TuneArgs& args) {
   }
   const ShardChoice shard = parse_shard(args.shard, args.shard_count);
   if (args.shard != "0/1") fmt::print(stderr, "shard {} of {}\n", shard.index, shard.count);
-  if (args.plan.empty()) return run_tune(args, shard);
+  const std::vector<autotune::LoadedModifier> mods = autotune::load_modifier_arguments(args.mods);
+  if (args.plan.empty()) {
+    TuneArgs hashed = args;
+    hashed.spec = autotune::with_modifier_hashes(args.spec, mods);
+    return run_tune(hashed, shard);
+  }
   const std::vector<PlannedJob> jobs = read_plan(args.plan);
   for (const PlannedJob& job : jobs) {
     fmt::print(stderr, "{}:{}: {} {} on {}\n", args.plan, job.line, job.spec, job.shape,
                job.target);
     TuneArgs one = args;
-    one.spec = job.spec;
+    one.spec = autotune::with_modifier_hashes(job.spec, mods);
     one.shape = job.shape;
     one.target = job.target;
     if (int status = run_tune(one, shard); status != 0) return status;
@@ -156,6 +162,9 @@ Action add_tune_command(CLI::App& app) {
                    "(default evolutionary)");
   tune->add_option("--seed", args->seed, "Seed of the strategy (default 1)");
   tune->add_option("--db", args->db, "Tuning database (JSONL), appended to")->required();
+  tune->add_option("--mod", args->mods,
+                   "name=FILE: a modifier file (algorithm/modifier.h) that specs name as "
+                   ".mod<name>; repeatable");
   tune->add_option("--threads", args->threads, "Kernel threads (default: all cores)");
   tune->add_option("--jobs", args->jobs, "Candidates compiled at once (default 2)");
   tune->add_option("--timeout", args->timeout, "Seconds before a candidate is killed");

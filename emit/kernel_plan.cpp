@@ -222,6 +222,12 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
   for (size_t t = 0; t < targets.size(); ++t) {
     const EmitTarget& target = targets[t];
     for (const auto& [text, spec] : specs) {
+      if (spec.modified()) {
+        result.skipped.push_back(text + " on " + target.tag +
+                                 ": packages take no modifier yet (their runtime cannot pass its "
+                                 "tensors); run it through the JIT (tune, bench)");
+        continue;
+      }
       if (auto misfit = schedules::check_spec_on_target(spec, target.target)) {
         result.skipped.push_back(text + " on " + target.tag + ": " + misfit->what());
         continue;

@@ -5,10 +5,13 @@
 #include <Halide.h>
 
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/materialized_form.h"
+#include "algorithm/modifier_registry.h"
 #include "algorithm/quantized_cache.h"
 #include "algorithm/row_prefetch.h"
 #include "schedules/apply_cuda.h"
@@ -93,6 +96,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
         window_right_ = add_input<int32_t>(name);
         break;
       case KernelArgument::out:
+        declare_modifier_tensors();
         out_ = add_output<Buffer<>>(name, storage, dims);
         break;
       case KernelArgument::weights:
@@ -130,6 +134,9 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (key_lengths_) in.key_lengths = *key_lengths_;
     if (bias_) in.bias = storage_as_bits() ? bf16_from_bits(*bias_) : Halide::Func(*bias_);
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
+    for (const auto& [tensor, input] : modifier_inputs_) {
+      in.modifier_tensors[tensor.name] = Halide::BoundaryConditions::repeat_edge(*input);
+    }
 
     const std::string choice = schedule;
     if (storage_as_bits() && (choice == "auto" || choice == "naive")) {
@@ -179,6 +186,17 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   }
 
  private:
+  // A modifier's tensors, as kernel arguments named mod_<tensor>, in the
+  // order the modifier declares them (the argv's order: kernel_arguments.h).
+  void declare_modifier_tensors() {
+    if (!spec_.modified()) return;
+    for (const ModifierTensor& tensor : modifier_of(spec_).tensors) {
+      modifier_inputs_.emplace_back(tensor,
+                                    add_input<Buffer<>>("mod_" + tensor.name, tensor.type,
+                                                        static_cast<int>(tensor.dims.size())));
+    }
+  }
+
   // bf16 on CUDA travels as its 16 bits (Halide 21's PTX back end can load
   // and store no bf16); the tensor-core form, the only one that takes it,
   // reads and writes the bits.
@@ -324,6 +342,9 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       }
     };
     constrain(q_, {d, Expr(), spec_.heads, Expr()});
+    for (const auto& [tensor, input] : modifier_inputs_) {
+      constrain(input, modifier_extents(tensor, spec_, batch, q_len, kv_len));
+    }
     if (spec_.paged()) {
       // (d, position in page, kv head, page), any number of pages.
       constrain(k_, {d, spec_.page_size, spec_.kv_heads, Expr()});
@@ -379,6 +400,11 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
     if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     scale_->set_estimate(default_scale(d));
+    for (const auto& [tensor, input] : modifier_inputs_) {
+      Halide::Region region;
+      for (int extent : modifier_extents(tensor, spec_, B, Lq, Lk)) region.push_back({0, extent});
+      input->set_estimates(region);
+    }
     if (window_left_) window_left_->set_estimate(Lk / 8);
     if (window_right_) window_right_->set_estimate(0);
   }
@@ -393,6 +419,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* page_table_ = nullptr;
   GeneratorInput<Buffer<>>* bias_ = nullptr;
+  std::vector<std::pair<ModifierTensor, GeneratorInput<Buffer<>>*>> modifier_inputs_;
   GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
   GeneratorInput<float>* scale_ = nullptr;
   GeneratorInput<int32_t>* window_left_ = nullptr;

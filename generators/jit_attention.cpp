@@ -1,5 +1,9 @@
 #include "jit_attention.h"
 
+#include <fmt/format.h>
+
+#include "algorithm/modifier_registry.h"
+
 namespace attnforge {
 
 JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& target,
@@ -11,6 +15,14 @@ JitAttention::JitAttention(const AttentionSpec& spec, const Halide::Target& targ
           compile_generator("attention", spec.to_string(), target, extra_params, autoscheduler)) {}
 
 void JitAttention::run(KernelArguments& args) const {
+  // The kernel takes exactly its modifier's tensors: a count off by one
+  // would shift every argument after them.
+  const size_t declared = spec_.modified() ? modifier_of(spec_).tensors.size() : 0;
+  if (args.modifier_tensor_count != declared) {
+    throw SpecError("modifier_tensors",
+                    fmt::format("{}: {} modifier tensors given; its modifier declares {}",
+                                spec_.to_string(), args.modifier_tensor_count, declared));
+  }
   mark_host_inputs_dirty(args);
   KernelArgv argv = kernel_argv(spec_, args);
   {

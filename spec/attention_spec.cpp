@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "dtype_traits.h"
@@ -11,11 +12,12 @@
 namespace attnforge {
 
 const char* const kSpecGrammar =
-    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi']['.softcap<C>'].heads.d<D>.dtype['.kv8'|'."
-    "kvfp8']['.weights'] where "
+    "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi']['.softcap<C>']['.mod<name>_<hash>'].heads."
+    "d<D>.dtype['.kv8'|'.kvfp8']['.weights'] where "
     "mask = full | causal | window<L>_<R> | window (sizes given per call), "
     "softcap<C> = tanh(s / C) * C on the scaled logits, C written with p for a decimal point "
-    "(softcap30, softcap2p5), heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
+    "(softcap30, softcap2p5), mod<name>_<hash> = a user's score and mask rule and the 8 hex "
+    "digits of its source's hash (moddocument_1a2b3c4d), heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
     "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row, "
     "kvfp8 = as fp8 e4m3 with a scale per KV head "
     "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
@@ -147,6 +149,18 @@ float parse_softcap(std::string_view token) {
   return cap;
 }
 
+void parse_modifier(std::string_view token, AttentionSpec& spec) {
+  const std::string_view body = token.substr(3);
+  const size_t sep = body.rfind('_');
+  if (sep == std::string_view::npos) {
+    throw SpecError("modifier", fmt::format("'{}' must be mod<name>_<hash>, e.g. "
+                                            "moddocument_1a2b3c4d",
+                                            token));
+  }
+  spec.modifier = std::string(body.substr(0, sep));
+  spec.modifier_hash = std::string(body.substr(sep + 1));
+}
+
 std::string heads_token(const AttentionSpec& spec) {
   if (spec.heads == spec.kv_heads) return fmt::format("mha{}", spec.heads);
   if (spec.kv_heads == 1) return fmt::format("mqa{}", spec.heads);
@@ -207,6 +221,23 @@ AttentionSpec with_window(AttentionSpec spec, int left, int right) {
   return spec;
 }
 
+std::string modifier_hash_of(std::string_view source) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : source) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return fmt::format("{:08x}", static_cast<uint32_t>(hash ^ (hash >> 32)));
+}
+
+bool is_modifier_name(std::string_view name) {
+  if (name.empty() || name.size() > 32 || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
 float default_scale(int head_dim) {
   return 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -238,6 +269,19 @@ void AttentionSpec::validate() const {
   if (!(softcap == 0.0f || (softcap >= kMinSoftcap && softcap <= kMaxSoftcap))) {
     throw SpecError("softcap", fmt::format("{}; expected 0 (none) or {}..{}", softcap, kMinSoftcap,
                                            kMaxSoftcap));
+  }
+  if (modified() || !modifier_hash.empty()) {
+    if (!is_modifier_name(modifier)) {
+      throw SpecError("modifier", fmt::format("'{}' is not a modifier name: a lowercase letter, "
+                                              "then up to 31 lowercase letters and digits",
+                                              modifier));
+    }
+    if (modifier_hash.size() != 8 ||
+        modifier_hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw SpecError("modifier_hash",
+                      fmt::format("'{}' for modifier '{}'; expected 8 lowercase hex digits",
+                                  modifier_hash, modifier));
+    }
   }
   if (mask == PositionMask::window) {
     if (window_left < 0 || window_right < 0) {
@@ -278,6 +322,7 @@ std::string AttentionSpec::to_string() const {
   if (bias == BiasKind::tensor) text += ".bias";
   if (bias == BiasKind::alibi) text += ".alibi";
   if (softcapped()) text += ".softcap" + softcap_text(softcap);
+  if (modified()) text += fmt::format(".mod{}_{}", modifier, modifier_hash);
   text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
   if (quantized_kv()) text += fmt::format(".{}", attnforge::to_string(kv_storage));
   if (return_weights) text += ".weights";
@@ -319,6 +364,9 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   if (next < tokens.size() && starts_with(tokens[next], "softcap")) {
     spec.softcap = parse_softcap(tokens[next++]);
   }
+  if (next < tokens.size() && starts_with(tokens[next], "mod")) {
+    parse_modifier(tokens[next++], spec);
+  }
   parse_heads(take("heads"), spec);
   std::string_view dim = take("head_dim");
   if (!starts_with(dim, "d")) {
@@ -347,9 +395,10 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
 bool AttentionSpec::operator==(const AttentionSpec& o) const {
   return mask == o.mask && alignment == o.alignment && window_left == o.window_left &&
          window_right == o.window_right && run_time_window == o.run_time_window &&
-         key_padding == o.key_padding && softcap == o.softcap && page_size == o.page_size &&
-         bias == o.bias && heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim &&
-         dtype == o.dtype && kv_storage == o.kv_storage && return_weights == o.return_weights;
+         key_padding == o.key_padding && softcap == o.softcap && modifier == o.modifier &&
+         modifier_hash == o.modifier_hash && page_size == o.page_size && bias == o.bias &&
+         heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim && dtype == o.dtype &&
+         kv_storage == o.kv_storage && return_weights == o.return_weights;
 }
 
 }  // namespace attnforge

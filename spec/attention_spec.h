@@ -61,6 +61,11 @@ struct AttentionSpec {
   // Logit softcapping (Gemma 2, Grok): a scaled logit s becomes
   // tanh(s / softcap) * softcap before the bias and the mask. 0: none.
   float softcap = 0.0f;
+  // A user's score and mask rule (algorithm/modifier.h), by its name and the
+  // hash of its source (modifier_hash_of), so a changed rule is another spec
+  // and never runs a stale kernel. Empty: none.
+  std::string modifier;
+  std::string modifier_hash;
   int heads = 1;
   int kv_heads = 1;
   int head_dim = 64;
@@ -76,6 +81,7 @@ struct AttentionSpec {
   bool paged() const { return page_size > 0; }
   bool quantized_kv() const { return kv_storage != KvStorage::dtype; }
   bool softcapped() const { return softcap > 0.0f; }
+  bool modified() const { return !modifier.empty(); }
   // Whether query and key positions enter the scores (a causal or window
   // mask, or ALiBi): only then can alignment be bottom_right.
   bool positional() const { return mask != PositionMask::none || bias == BiasKind::alibi; }
@@ -99,6 +105,14 @@ std::string_view to_string(KvStorage storage);
 // What a spec whose window is given per call computes with these sizes: the
 // same spec with the window compiled in (any other spec unchanged).
 AttentionSpec with_window(AttentionSpec spec, int left, int right);
+
+// The hash a modifier's source gets in specs: 8 lowercase hex digits of
+// its bytes' 64-bit FNV-1a.
+std::string modifier_hash_of(std::string_view source);
+
+// Whether `name` can name a modifier: a lowercase letter, then up to 31
+// lowercase letters and digits.
+bool is_modifier_name(std::string_view name);
 
 // The scale used when the caller gives none: 1 / sqrt(head_dim).
 float default_scale(int head_dim);

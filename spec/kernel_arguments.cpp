@@ -55,6 +55,10 @@ void mark_host_inputs_dirty(KernelArguments& args) {
                                  args.key_lengths, args.page_table, args.bias, args.alibi_slopes}) {
     if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
   }
+  for (size_t n = 0; n < args.modifier_tensor_count && n < kMaxModifierTensors; ++n) {
+    halide_buffer_t* input = args.modifier_tensors[n];
+    if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
+  }
 }
 
 int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slot) {
@@ -102,7 +106,24 @@ const std::array<KernelArgumentSlot, 14>& kernel_argument_table() {
 }
 
 KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
-  return argv_of(kernel_argument_table(), spec, args);
+  if (args.modifier_tensor_count > (spec.modified() ? kMaxModifierTensors : 0)) {
+    throw SpecError("modifier_tensors",
+                    std::to_string(args.modifier_tensor_count) + " modifier tensors for " +
+                        (spec.modified() ? "a modifier, which reads at most " +
+                                               std::to_string(kMaxModifierTensors)
+                                         : std::string("a spec without a modifier")));
+  }
+  KernelArgv argv;
+  for_each_kernel_argument(spec, [&](const KernelArgumentSlot& slot) {
+    if (slot.argument == KernelArgument::out) {
+      for (size_t n = 0; n < args.modifier_tensor_count; ++n) {
+        argv.push(required_argument(args.modifier_tensors[n], "modifier_tensors"));
+      }
+    }
+    argv.push(slot.buffer ? required_argument(args.*slot.buffer, slot.name)
+                          : scalar_address(args, slot.argument));
+  });
+  return argv;
 }
 
 }  // namespace attnforge

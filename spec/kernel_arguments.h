@@ -14,6 +14,9 @@
 
 namespace attnforge {
 
+// The most tensors one modifier (algorithm/modifier.h) may read.
+constexpr size_t kMaxModifierTensors = 4;
+
 struct KernelArguments {
   halide_buffer_t* q = nullptr;  // every tensor is (d, position, head, batch) innermost first
   halide_buffer_t* k = nullptr;
@@ -33,6 +36,10 @@ struct KernelArguments {
   // A window given per call (spec.run_time_window) only: its sizes, >= 0.
   int32_t window_left = 0;
   int32_t window_right = 0;
+  // A modifier's tensors (spec.modified()), in the order it declares them;
+  // the kernel takes them after the table's inputs, before out.
+  std::array<halide_buffer_t*, kMaxModifierTensors> modifier_tensors{};
+  size_t modifier_tensor_count = 0;
   halide_buffer_t* out = nullptr;
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
@@ -102,8 +109,9 @@ class KernelArgv {
   }
 
  private:
-  // The context and up to 17 arguments (a cross-attention layer's with every option).
-  std::array<void*, 18> slots_{};
+  // The context and up to 21 arguments (a cross-attention layer's with every
+  // option; attention's with every option and a modifier's tensors).
+  std::array<void*, 22> slots_{};
   size_t count_ = 0;
 };
 

@@ -64,6 +64,9 @@ void LayerSpec::validate() const {
   if (attention.paged()) {
     throw SpecError("page_size", "a layer projects its keys and values; it reads no paged cache");
   }
+  if (attention.modified()) {
+    throw SpecError("modifier", "a layer takes no modifier; run attention with it instead");
+  }
   if (attention.run_time_window) {
     throw SpecError("window", "a layer's window is compiled in: write window<L>_<R>");
   }

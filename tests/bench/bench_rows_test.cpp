@@ -69,10 +69,12 @@ TEST(VsPlain, ModifierRowsAgainstTheSpecWithoutThem) {
                                 row("window.mha2.d64.f32", "online", 2),
                                 row("window256_0.mha2.d64.f32", "online", 2),
                                 row("window.softcap5.mha2.d64.f32", "online", 2),
-                                row("window.mha2.d64.f32", "other", 2)};
-  const std::vector<Timing> timings = {rounds({11, 12, 11}), rounds({10, 10, 10}),
-                                       rounds({9, 10, 10}),  rounds({10, 10, 10}),
-                                       rounds({12, 12, 12}), rounds({1, 1, 1})};
+                                row("window.mha2.d64.f32", "other", 2),
+                                row("causal.moddoc_0123abcd.mha2.d64.f32", "online", 2)};
+  const std::vector<Timing> timings = {
+      rounds({11, 12, 11}), rounds({10, 10, 10}), rounds({9, 10, 10}), rounds({10, 10, 10}),
+      rounds({12, 12, 12}), rounds({1, 1, 1}),    rounds({3, 3, 3})};
+  ASSERT_EQ(rows.size(), timings.size());
   set_vs_plain(rows, timings, {256, 0});
   EXPECT_DOUBLE_EQ(rows[0].vs_plain, 1.1);  // ratios 1.1, 1.2, 1.1
   EXPECT_EQ(rows[1].vs_plain, 0.0);         // plain rows have none
@@ -80,6 +82,7 @@ TEST(VsPlain, ModifierRowsAgainstTheSpecWithoutThem) {
   EXPECT_EQ(rows[3].vs_plain, 0.0);
   EXPECT_DOUBLE_EQ(rows[4].vs_plain, 1.2);  // no softcap, the window compiled in
   EXPECT_EQ(rows[5].vs_plain, 0.0);         // no plain row of "other"
+  EXPECT_DOUBLE_EQ(rows[6].vs_plain, 0.3);  // against the spec without its modifier
 }
 
 }  // namespace

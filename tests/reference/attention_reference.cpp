@@ -71,8 +71,10 @@ Result attention(const Problem& p) {
           for (int d = 0; d < D; ++d) dot += q[d] * k[d];
           double scaled = dot * p.scale;
           if (s.softcapped()) scaled = std::tanh(scaled / s.softcap) * s.softcap;
+          if (p.score_mod) scaled = p.score_mod(scaled, b, h, i, j);
           logits[j] = scaled + additive_term(p, b, h, i, j);
-          counts[j] = sees(p, b, i, j) && logits[j] > kMaskedLogitLimit;
+          counts[j] = sees(p, b, i, j) && (!p.mask_mod || p.mask_mod(b, h, i, j)) &&
+                      logits[j] > kMaskedLogitLimit;
           if (counts[j]) row_max = std::max(row_max, logits[j]);
         }
         double sum = 0.0;

@@ -3,6 +3,7 @@
 // shared code with the generators beyond the AttentionSpec struct.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "spec/attention_spec.h"
@@ -24,6 +25,11 @@ struct Problem {
   std::vector<double> alibi_slopes;  // [H], ALiBi only
   int window_left = 0;               // a window given per call (spec.run_time_window) only
   int window_right = 0;
+  // A modifier (spec.modified()) written again in double by the test:
+  // score_mod(scaled logit after the softcap, b, h, i, j) and mask_mod(b, h,
+  // i, j). Empty: unchanged, all visible.
+  std::function<double(double, int, int, int, int)> score_mod;
+  std::function<bool(int, int, int, int)> mask_mod;
 };
 
 struct Result {

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "generators/jit_attention.h"
-#include "schedules/presets.h"
-#include "schedules/space.h"
 #include "tests/support/attention_case.h"
 #include "tests/support/jit_reference.h"
 #include "tests/support/target_presets.h"
@@ -21,33 +19,18 @@ using testing::Comparison;
 using testing::expect_jit_matches_reference;
 using testing::Layout;
 
+using testing::every_x86_form;
 using testing::kernel_target;
 using testing::kernel_target_has_presets;
 using testing::kernels_run_here;
 using testing::preset_for;
-
-// Every x86 form's preset that `spec` admits, the online form split over
-// keys, and the naive schedule, as JSON or preset names.
-std::vector<std::string> schedules_for(const AttentionSpec& spec) {
-  std::vector<std::string> all = {"naive"};
-  const schedules::ScheduleSpace space(spec, kernel_target());
-  for (const char* form : {"online", "fused", "materialized", "decode"}) {
-    const std::string name = preset_for(form);
-    if (space.contains(schedules::load_preset(name))) all.push_back(name);
-  }
-  schedules::Schedule split = schedules::load_preset(preset_for("online"));
-  split.kv_splits = 4;
-  split.parallel.push_back(schedules::ParallelLoop::kv_splits);
-  all.push_back(split.to_json().dump());
-  return all;
-}
 
 class SoftcapJit : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(SoftcapJit, EveryFormMatchesTheReference) {
   if (!kernel_target_has_presets()) GTEST_SKIP() << "the x86 presets need AVX2";
   const AttentionSpec spec = AttentionSpec::parse(GetParam());
-  for (const std::string& schedule : schedules_for(spec)) {
+  for (const std::string& schedule : every_x86_form(spec)) {
     expect_jit_matches_reference(spec, schedule, {{2, 7, 33}, {1, 1, 77}, {3, 65, 130}, {1, 1, 1}},
                                  {Layout::bhld, Layout::blhd}, 3);
   }
@@ -66,7 +49,7 @@ TEST(SoftcapJit, SaturatedLogitsMatchTheReference) {
   const AttentionSpec spec = AttentionSpec::parse("causal.br.softcap30.mha2.d64.f32");
   CaseOptions large;
   large.input_magnitude = 175.0;  // D 64, scale 1/8: logits reach about 1e4
-  for (const std::string& schedule : schedules_for(spec)) {
+  for (const std::string& schedule : every_x86_form(spec)) {
     JitAttention kernel(spec, kernel_target(), {{"schedule", schedule}});
     if (!kernels_run_here()) continue;
     AttentionCase c(spec, {2, 37, 70}, large);
@@ -103,7 +86,7 @@ TEST_P(RunTimeWindowJit, OneKernelMatchesTheReferenceForEveryWindow) {
   const AttentionSpec spec = AttentionSpec::parse(GetParam());
   // No key but the diagonal, odd sizes, wider than a key block, and wider than every sequence.
   const std::vector<std::pair<int, int>> windows = {{0, 0}, {7, 3}, {70, 0}, {1000, 1000}};
-  for (const std::string& schedule : schedules_for(spec)) {
+  for (const std::string& schedule : every_x86_form(spec)) {
     expect_every_window_matches(spec, schedule, windows,
                                 {{2, 7, 33}, {1, 1, 77}, {3, 130, 130}, {1, 100, 9}});
   }

@@ -32,6 +32,8 @@ const char* const kCanonicalSpecs[] = {
     "window.mha8.d64.f32",
     "full.softcap0p001.mha1.d1.f16",
     "full.bias.softcap1000000.mha1.d1.f16.weights",
+    "causal.moddocument_0123abcd.mha8.d64.f32",
+    "window.br.kpad.alibi.softcap30.modt5_ffffffff.gqa4x2.d32.bf16.kv8.weights",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -62,7 +64,7 @@ TEST(AttentionSpec, ParsesEveryField) {
 
 TEST(AttentionSpec, EveryFieldChangesTheString) {
   AttentionSpec base = AttentionSpec::parse("causal.mha8.d64.f32");
-  std::vector<AttentionSpec> variants(12, base);
+  std::vector<AttentionSpec> variants(14, base);
   variants[0].mask = PositionMask::none;
   variants[1].alignment = Alignment::bottom_right;
   variants[2].key_padding = true;
@@ -76,6 +78,10 @@ TEST(AttentionSpec, EveryFieldChangesTheString) {
   variants[10].softcap = 30.0f;
   variants[11].mask = PositionMask::window;
   variants[11].run_time_window = true;
+  variants[12].modifier = "document";
+  variants[12].modifier_hash = "0123abcd";
+  variants[13].modifier = "document";
+  variants[13].modifier_hash = "0123abce";
   std::set<std::string> strings = {base.to_string()};
   for (const AttentionSpec& v : variants) {
     EXPECT_TRUE(strings.insert(v.to_string()).second) << v.to_string();
@@ -135,7 +141,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"causal.softcapinf.mha8.d64.f32", "softcap"},
         BadSpec{"causal.softcap30p0.mha8.d64.f32", "heads"},
         BadSpec{"causal.softcap30.alibi.mha8.d64.f32", "heads"},
-        BadSpec{"window_.mha8.d64.f32", "window_left"}));
+        BadSpec{"window_.mha8.d64.f32", "window_left"},
+        BadSpec{"causal.moddocument.mha8.d64.f32", "modifier"},
+        BadSpec{"causal.modDoc_0123abcd.mha8.d64.f32", "modifier"},
+        BadSpec{"causal.mod_0123abcd.mha8.d64.f32", "modifier"},
+        BadSpec{"causal.mod1doc_0123abcd.mha8.d64.f32", "modifier"},
+        BadSpec{"causal.moddoc_0123ABCD.mha8.d64.f32", "modifier_hash"},
+        BadSpec{"causal.moddoc_0123abc.mha8.d64.f32", "modifier_hash"},
+        BadSpec{"causal.moddoc_0123abcd.softcap30.mha8.d64.f32", "heads"}));
+
+TEST(AttentionSpec, AModifierIsNamedWithTheHashOfItsSource) {
+  EXPECT_EQ(modifier_hash_of("rule").size(), 8u);
+  EXPECT_NE(modifier_hash_of("rule"), modifier_hash_of("rule\n"));
+  EXPECT_EQ(modifier_hash_of("rule"), modifier_hash_of("rule"));
+  EXPECT_TRUE(is_modifier_name("t5"));
+  EXPECT_FALSE(is_modifier_name("5t"));
+  EXPECT_FALSE(is_modifier_name("doc_mask"));
+  EXPECT_FALSE(is_modifier_name(std::string(33, 'a')));
+  AttentionSpec spec = AttentionSpec::parse("causal.mha8.d64.f32");
+  spec.modifier_hash = "0123abcd";  // a hash without a name
+  EXPECT_THROW(spec.validate(), SpecError);
+}
 
 TEST(AttentionSpec, SoftcapIsTheShortestTextThatReadsBack) {
   AttentionSpec spec = AttentionSpec::parse("causal.softcap50p5.mha8.d64.f32");

@@ -51,6 +51,9 @@ TEST(LayerSpec, ErrorsNameTheField) {
             "weights");
   EXPECT_EQ(field_of([] { LayerSpec::parse("self.dm512.full.gqa8x3.d64.f32"); }), "kv_heads");
   EXPECT_EQ(field_of([] { LayerSpec::parse("self.dm512"); }), "mask");
+  EXPECT_EQ(field_of([] { LayerSpec::parse("self.dm512.window.mha8.d64.f32"); }), "window");
+  EXPECT_EQ(field_of([] { LayerSpec::parse("self.dm512.causal.moddoc_0123abcd.mha8.d64.f32"); }),
+            "modifier");
 }
 
 }  // namespace

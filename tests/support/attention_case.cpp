@@ -326,6 +326,35 @@ void AttentionCase::set_scale(double scale) {
   problem_.scale = static_cast<double>(args_.scale);
 }
 
+void AttentionCase::add_modifier_tensor(
+    halide_type_t type, const std::vector<int>& extents,
+    const std::function<double(const HostTensor::Extents&)>& value) {
+  if (extents.empty() || extents.size() > 4 || modifier_tensors_.size() >= kMaxModifierTensors) {
+    throw std::invalid_argument("add_modifier_tensor: 1 to 4 extents, at most 4 tensors");
+  }
+  HostTensor::Extents full = {1, 1, 1, 1};
+  std::copy(extents.begin(), extents.end(), full.begin());
+  auto tensor = std::make_unique<HostTensor>(type, full);
+  for (int a = 0; a < full[3]; ++a) {
+    for (int z = 0; z < full[2]; ++z) {
+      for (int y = 0; y < full[1]; ++y) {
+        for (int x = 0; x < full[0]; ++x) tensor->set({x, y, z, a}, value({x, y, z, a}));
+      }
+    }
+  }
+  tensor->raw()->dimensions = static_cast<int>(extents.size());
+  args_.modifier_tensors[modifier_tensors_.size()] = tensor->raw();
+  modifier_tensors_.push_back(std::move(tensor));
+  args_.modifier_tensor_count = modifier_tensors_.size();
+}
+
+void AttentionCase::set_reference_modifier(
+    std::function<double(double, int, int, int, int)> score_mod,
+    std::function<bool(int, int, int, int)> mask_mod) {
+  problem_.score_mod = std::move(score_mod);
+  problem_.mask_mod = std::move(mask_mod);
+}
+
 void AttentionCase::set_window(int left, int right) {
   args_.window_left = problem_.window_left = left;
   args_.window_right = problem_.window_right = right;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -80,6 +81,15 @@ class AttentionCase {
   // Biases the logit of (b, h, i, j) by `value`; needs a per-element bias tensor.
   void set_bias(int b, int h, int i, int j, double value);
 
+  // The next tensor of the spec's modifier, in the order it declares them:
+  // `extents` innermost first (1 to 4), value(index) stored at each index.
+  void add_modifier_tensor(halide_type_t type, const std::vector<int>& extents,
+                           const std::function<double(const HostTensor::Extents&)>& value);
+  // The modifier's rules in double, as the reference applies them
+  // (reference::Problem::score_mod and mask_mod).
+  void set_reference_modifier(std::function<double(double, int, int, int, int)> score_mod,
+                              std::function<bool(int, int, int, int)> mask_mod);
+
  private:
   std::unique_ptr<HostTensor> make_qkv(int heads, int len, Layout layout);
   void page_cache(std::mt19937& rng);
@@ -94,6 +104,7 @@ class AttentionCase {
   std::unique_ptr<HostTensor> k_pages_, v_pages_, page_table_;  // paged specs only
   std::unique_ptr<HostTensor> k_scale_, v_scale_;               // 8-bit caches only
   std::unique_ptr<HostTensor> k_scale_pages_, v_scale_pages_;   // paged 8-bit caches only
+  std::vector<std::unique_ptr<HostTensor>> modifier_tensors_;
   KernelArguments args_;
 };
 
