@@ -324,12 +324,22 @@ Expr define_reductions(OnlineFuncs& f, const OnlineTile& o) {
   return block;
 }
 
+// `value` rounded to bf16, to the nearest, ties to even (the instruction
+// flushes subnormals to zero as well).
+Expr rounded_to_bf16(const Expr& value, const TileShape& shape) {
+  if (!shape.native_bf16_rounding) return Halide::cast(Halide::BFloat(16), value);
+  // A pure extern call of this name becomes, vectorized, the AVX-512
+  // runtime's vcvtne2ps2bf16x32 (fewer lanes are padded to 32).
+  return Halide::Internal::Call::make(Halide::BFloat(16), "vcvtne2ps2bf16", {value},
+                                      Halide::Internal::Call::PureExtern);
+}
+
 // q.k over bf16 pairs of head-dim elements, each pair one 32-bit element.
 void add_qk_over_pairs(OnlineFuncs& f, const OnlineTile& o) {
   const AttentionVars& v = o.v;
   const TileVars& t = o.t;
   f.q_pairs(t.pair, t.ii, t.half, t.it, v.h, v.b) =
-      Halide::cast(Halide::BFloat(16), f.q_tile(t.ii, 2 * t.half + t.pair, t.it, v.h, v.b));
+      rounded_to_bf16(f.q_tile(t.ii, 2 * t.half + t.pair, t.it, v.h, v.b), o.shape);
   f.over_dim_pairs = RDom({{0, 2}, {0, o.spec.head_dim / 2}}, "over_dim_pairs");
   const Halide::RVar rp = f.over_dim_pairs.x, rh = f.over_dim_pairs.y;
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
@@ -410,7 +420,7 @@ void add_pv_over_pairs(OnlineFuncs& f, const OnlineTile& o) {
   const AttentionVars& v = o.v;
   const TileVars& t = o.t;
   f.prob_pairs(t.pair, t.ii, t.half, t.kb, t.it, v.h, v.b) =
-      Halide::cast(Halide::BFloat(16), f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b));
+      rounded_to_bf16(f.probs(t.ii, 2 * t.half + t.pair, t.kb, t.it, v.h, v.b), o.shape);
   f.v_pairs(t.pair, v.d, t.half, t.kb, v.h, v.b) =
       o.tile.block_row(in.v, in.v_by_page, v.d, t.kb, o.KB, 2 * t.half + t.pair, v.b);
   f.over_key_pairs = RDom({{0, 2}, {0, o.KB / 2}}, "over_key_pairs");

@@ -44,6 +44,10 @@ struct TileShape {
   // bf16 dot product that accumulates in f32. q * scale and the probabilities
   // that feed P.V are rounded to bf16.
   bool bf16_pairs = false;
+  // bf16_pairs: round to bf16 with the CPU's instruction (vcvtne2ps2bf16,
+  // through Halide's AVX-512 runtime), not Halide's integer emulation, which
+  // it uses on every target but Sapphire Rapids.
+  bool native_bf16_rounding = false;
   // online: skip by the positional mask at any key length (a superset of the
   // blocks key padding leaves), so the key loop's bounds read no key length:
   // Halide 21's lowering of one-warp blocks loses symbols where they do.

@@ -21,6 +21,7 @@
 #include "schedules/cuda_limits.h"
 #include "schedules/naive_schedule.h"
 #include "schedules/prefetch_lines.h"
+#include "schedules/schedule_check.h"
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
 #include "spec/attention_spec.h"
@@ -167,7 +168,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     schedules::validate(chosen, spec_,
                         emulated ? schedules::emulated_target(get_target()) : get_target());
     schedules::AttentionPipeline pipeline =
-        schedules::build_pipeline(spec_, in, chosen, emulated, storage_as_bits());
+        schedules::build_pipeline(spec_, in, chosen, emulated, storage_as_bits(),
+                                  schedules::has_native_bf16_rounding(get_target()));
     vars_ = pipeline.vars;
     define_outputs(pipeline.output, pipeline.weights);
     pipeline.output = *out_;

@@ -9,7 +9,8 @@
 namespace attnforge::schedules {
 
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
-                                 const Schedule& schedule, bool emulated_mma, bool storage_bits) {
+                                 const Schedule& schedule, bool emulated_mma, bool storage_bits,
+                                 bool native_bf16_rounding) {
   AttentionPipeline p;
   p.form = schedule.form;
   p.inputs = inputs;
@@ -27,6 +28,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   shape.packed_state = rows || schedule.bf16_dots;
   if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
   shape.bf16_pairs = schedule.bf16_dots;
+  shape.native_bf16_rounding = schedule.bf16_dots && native_bf16_rounding;
   shape.unclamped_steady_blocks = !is_gpu_schedule(schedule);
   shape.skip_at_any_length = spec.key_padding && cuda_warp_block(schedule);
   // A paged cache's rows, read through its table, lose the hardware

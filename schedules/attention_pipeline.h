@@ -32,8 +32,10 @@ struct AttentionPipeline {
 // Builds the form `schedule` names; its tile sizes shape the fused and online
 // forms. online_mma: `emulated_mma`, its mma and shuffles emulated (a CPU
 // target); `storage_bits`, its bf16 tensors are their 16 bits (MmaTileShape).
+// bf16 dot products: `native_bf16_rounding`, rounded to bf16 by the
+// instruction (TileShape::native_bf16_rounding; see has_native_bf16_rounding).
 AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInputs& inputs,
                                  const Schedule& schedule, bool emulated_mma = false,
-                                 bool storage_bits = false);
+                                 bool storage_bits = false, bool native_bf16_rounding = false);
 
 }  // namespace attnforge::schedules

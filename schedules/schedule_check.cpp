@@ -311,6 +311,11 @@ bool has_bf16_dots(const Halide::Target& target) {
   return target.features_any_of({T::AVX512_SapphireRapids, T::AVX512_Zen4, T::AVX512_Zen5});
 }
 
+bool has_native_bf16_rounding(const Halide::Target& target) {
+  return target.arch == Halide::Target::X86 && target.has_feature(Halide::Target::AVX512) &&
+         has_bf16_dots(target);
+}
+
 int native_vector_width(const Halide::Target& target) {
   using T = Halide::Target;
   if (target.features_any_of({T::AVX512, T::AVX512_KNL, T::AVX512_Skylake, T::AVX512_Cannonlake,

@@ -41,5 +41,8 @@ int native_vector_width(const Halide::Target& target);
 
 // Whether Halide emits bf16 dot products (vdpbf16ps) for the target.
 bool has_bf16_dots(const Halide::Target& target);
+// Whether `target` rounds f32 to bf16 with vcvtne2ps2bf16 through Halide's
+// AVX-512 runtime (linked for targets naming avx512).
+bool has_native_bf16_rounding(const Halide::Target& target);
 
 }  // namespace attnforge::schedules

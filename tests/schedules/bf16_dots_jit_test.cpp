@@ -7,6 +7,9 @@
 // everywhere.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 #include "generators/jit_attention.h"
 #include "schedules/presets.h"
 #include "schedules/schedule_check.h"
@@ -53,6 +56,29 @@ TEST(Bf16DotsCheck, OnlyBf16SpecsOnTargetsWithTheInstruction) {
   Schedule rows = bf16_dots();
   rows.pv_rows = 3;  // head-dim rows of the P.V tile must divide the head dim
   EXPECT_EQ(misfit(rows, "causal.mha2.d64.bf16", kZen4), "pv_rows");
+}
+
+// q * scale and the probabilities are rounded to bf16 by vcvtne2ps2bf16, one
+// instruction per vector, where Halide 21 would emulate the rounding with
+// integer operations (on every target with bf16 but Sapphire Rapids).
+TEST(Bf16DotsAssembly, RoundsToBf16WithTheInstruction) {
+  const Halide::Target target(kZen4);
+  auto generator =
+      Halide::Internal::GeneratorRegistry::create("attention", Halide::GeneratorContext(target));
+  generator->set_generatorparam_value("spec", "causal.gqa4x2.d64.bf16");
+  generator->set_generatorparam_value("schedule", "online_bf16_avx512");
+  Halide::Pipeline pipeline = generator->build_pipeline();
+  const std::string path = ::testing::TempDir() + "bf16_dots_rounding.s";
+  pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention",
+                               target.with_feature(Halide::Target::NoRuntime));
+  std::ifstream assembly(path);
+  int roundings = 0, dots = 0;
+  for (std::string line; std::getline(assembly, line);) {
+    if (line.find("vcvtne2ps2bf16") != std::string::npos) ++roundings;
+    if (line.find("vdpbf16ps") != std::string::npos) ++dots;
+  }
+  EXPECT_GE(roundings, 2);  // Q's copy and the probabilities
+  EXPECT_GT(dots, 0);
 }
 
 bool target_has_bf16_dots() {
