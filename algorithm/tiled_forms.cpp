@@ -1,5 +1,7 @@
 #include "tiled_forms.h"
 
+#include <limits>
+
 #include "attention_terms.h"
 #include "row_prefetch.h"
 #include "softmax_exp.h"
@@ -34,6 +36,22 @@ class QueryTile {
         row(Halide::min(i, inputs.q_len - 1)) {
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
         AttentionTerms::to_f32(inputs.q(head_element(v.d), row, query_head, v.b)) * inputs.scale;
+    if (shape.int16_pairs) define_query_levels(f, spec.head_dim, v, t);
+  }
+
+  // q * scale in int16 levels (TileShape::int16_pairs). A row of zeros has
+  // the smallest normal step and levels of 0.
+  static void define_query_levels(QueryTileFuncs& f, int head_dim, const AttentionVars& v,
+                                  const TileVars& t) {
+    constexpr float kTopLevel = 32767.0f;
+    const RDom over_row(0, head_dim, "over_q_row");
+    const Expr largest = Halide::maximum(Halide::abs(f.q_tile(t.ii, over_row, t.it, v.h, v.b)));
+    f.q_step(t.ii, t.it, v.h, v.b) =
+        Halide::max(largest, std::numeric_limits<float>::min()) / kTopLevel;
+    const Expr level =
+        Halide::round(f.q_tile(t.ii, v.d, t.it, v.h, v.b) / f.q_step(t.ii, t.it, v.h, v.b));
+    f.q_levels(t.ii, v.d, t.it, v.h, v.b) =
+        Halide::cast<int16_t>(Halide::clamp(level, -kTopLevel, kTopLevel));
   }
 
   // The head-dim element at position e of the Q copy, P.V and the state
@@ -346,6 +364,19 @@ void add_qk_over_pairs(OnlineFuncs& f, const OnlineTile& o) {
       AttentionTerms::to_f32(f.q_pairs(rp, t.ii, rh, t.it, v.h, v.b)) * o.key_row(2 * rh + rp);
 }
 
+// q.k of int16 levels over pairs of head-dim elements in int32: Q's levels
+// against K's int8 levels widened to int16 (TileShape::int16_pairs).
+void add_qk_over_int16_pairs(OnlineFuncs& f, const OnlineTile& o) {
+  const AttentionVars& v = o.v;
+  const TileVars& t = o.t;
+  f.over_dim_pairs = RDom({{0, 2}, {0, o.spec.head_dim / 2}}, "over_dim_pairs");
+  const Expr d = 2 * f.over_dim_pairs.y + f.over_dim_pairs.x;
+  const Expr key_level = Halide::cast<int16_t>(
+      o.tile.block_row(o.in.k_levels, o.in.k_levels_by_page, d, t.kb, o.KB, t.jj, v.b));
+  f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) +=
+      Halide::cast<int32_t>(f.q_levels(t.ii, d, t.it, v.h, v.b)) * Halide::cast<int32_t>(key_level);
+}
+
 // q.k over interleaved lanes: the Q copy's head dim is in that order already,
 // K's is read in order (TileShape::interleaved_lanes).
 void add_qk_over_interleaved_lanes(OnlineFuncs& f, const OnlineTile& o) {
@@ -370,6 +401,11 @@ void add_qk_in_order(OnlineFuncs& f, const OnlineTile& o) {
 void define_scores(OnlineFuncs& f, const OnlineTile& o) {
   const AttentionVars& v = o.v;
   const TileVars& t = o.t;
+  if (o.shape.int16_pairs) {
+    f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0;
+    add_qk_over_int16_pairs(f, o);
+    return;
+  }
   f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b) = 0.0f;
   if (o.shape.bf16_pairs) {
     add_qk_over_pairs(f, o);
@@ -387,6 +423,9 @@ void define_logits(OnlineFuncs& f, const OnlineTile& o) {
   const AttentionVars& v = o.v;
   const TileVars& t = o.t;
   Expr dot = f.scores(t.ii, t.jj, t.kb, t.it, v.h, v.b);
+  if (o.shape.int16_pairs) {
+    dot = Halide::cast<float>(dot) * f.q_step(t.ii, t.it, v.h, v.b);
+  }
   if (o.quantized()) dot *= o.key_scale();
   Expr logit = o.tile.logit(dot, o.j, v.b);
   if (o.shape.prefetch_keys_ahead > 0 && in.k_row.defined()) {

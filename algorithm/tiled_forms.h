@@ -48,6 +48,12 @@ struct TileShape {
   // through Halide's AVX-512 runtime), not Halide's integer emulation, which
   // it uses on every target but Sapphire Rapids.
   bool native_bf16_rounding = false;
+  // online, an int8 K cache: q.k over pairs of head-dim elements in integers,
+  // the form of an int16 dot product that accumulates in int32: q * scale in
+  // int16 levels of a step per query row (its largest element 32767 steps),
+  // against the K levels widened to int16. The levels' rounding is within
+  // half a step; the int32 sums cannot overflow (512 * 32767 * 128 < 2^31).
+  bool int16_pairs = false;
   // online: skip by the positional mask at any key length (a superset of the
   // blocks key padding leaves), so the key loop's bounds read no key length:
   // Halide 21's lowering of one-warp blocks loses symbols where they do.
@@ -78,6 +84,9 @@ struct QueryTileFuncs {
   Halide::Func q_tile{"q_tile"};
   // bf16_pairs: (p, ii, dh, it, h, b) bf16, q * scale at d = 2 dh + p.
   Halide::Func q_pairs{"q_pairs"};
+  // int16_pairs: (ii, it, h, b) f32, the step of a row's levels, and
+  // (ii, d, it, h, b) int16, q * scale in those steps.
+  Halide::Func q_step{"q_step"}, q_levels{"q_levels"};
 };
 
 // fused: per query tile, one pass over all keys for the row max, then exp-sum and P.V.
@@ -99,7 +108,9 @@ struct FusedFuncs : QueryTileFuncs {
 // online: flash style. Per key block: block max, probabilities, block sum and
 // P.V; then one update of the running (acc, max, sum) state per block.
 struct OnlineFuncs : QueryTileFuncs {
-  Halide::Func scores{"scores"};        // (ii, jj, kb, it, h, b) q . k reduction
+  // (ii, jj, kb, it, h, b) q . k reduction; int16_pairs: int32, in the
+  // row's steps times K's levels
+  Halide::Func scores{"scores"};
   Halide::Func logits{"logits"};        // (ii, jj, kb, it, h, b) biased, masked
   Halide::Func block_max{"block_max"};  // (ii, kb, it, h, b)
   Halide::Func probs{"probs"};          // (ii, jj, kb, it, h, b)
@@ -121,7 +132,8 @@ struct OnlineFuncs : QueryTileFuncs {
   Halide::Func merged{"merged"};        // (d, ii, it, h, b) Tuple(acc, sum); likewise
   Halide::Func output{"output"};        // (d, i, h, b) storage dtype
   Halide::RDom over_dim, over_block, over_blocks, over_splits;
-  // bf16_pairs: q.k over (p, dh) and P.V over (p, jh), pairs innermost.
+  // bf16_pairs: q.k over (p, dh) and P.V over (p, jh), pairs innermost;
+  // int16_pairs: q.k over (p, dh).
   Halide::RDom over_dim_pairs, over_key_pairs;
   // interleaved_lanes: q.k over (lane, half, chunk): K's element
   // chunk * 2 lanes + 2 lane + half against the Q copy's chunk * 2 lanes + half * lanes + lane.

@@ -51,11 +51,13 @@ const Preference kGenericPresets = {"online_mma_cuda",    "online_cuda",   "mate
                                     "materialized_avx2"};
 // Up to 16 query rows: on a GPU key splits give the blocks work (where the
 // head dim fits their threads, else the generic presets); on a CPU tiles of a
-// few rows (a KV group's heads together) stream the K/V cache once, else the
-// unfused pipeline parallelizes over heads.
-const Preference kShortQueryPresets = {"online_split_cuda",   "online_cuda",      "online_mma_cuda",
-                                       "materialized_cuda",   "decode_avx512",    "decode_avx2",
-                                       "materialized_avx512", "materialized_avx2"};
+// few rows (a KV group's heads together) stream the K/V cache once (an int8
+// cache's q.k in int16 dot products), else the unfused pipeline parallelizes
+// over heads.
+const Preference kShortQueryPresets = {
+    "online_split_cuda",   "online_cuda",       "online_mma_cuda", "materialized_cuda",
+    "decode_int16_avx512", "decode_int16_avx2", "decode_avx512",   "decode_avx2",
+    "materialized_avx512", "materialized_avx2"};
 // A whole MHA layer (CPUs only).
 const Preference kLayerPresets = {"online_avx512", "online_avx2",         "fused_avx512",
                                   "fused_avx2",    "materialized_avx512", "materialized_avx2"};

@@ -76,15 +76,25 @@ void register_tile(const Schedule& s, Func consumer, Func product, Var x, Var y,
 
 // Splits the output into query tiles and places the scaled Q copy; returns
 // the loop a tile's work is computed at.
-LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, Func q_tile, int head_dim,
-                               Func q_pairs = {}) {
+LoopLevel schedule_query_tiles(const Schedule& s, AttentionPipeline& p, const QueryTileFuncs& q,
+                               int head_dim) {
   Var it("it_out"), ii("ii_out");
   LoopLevel tile = tile_output(s, p.output, p.vars, p.grouped_heads, it, ii, head_dim);
-  Func q_copy = s.bf16_dots ? q_pairs : q_tile;
-  if (s.q_copy_at == StoreLevel::root) {
-    q_copy.compute_root();
-  } else {
-    q_copy.compute_at(tile);
+  Func q_tile = q.q_tile, q_pairs = q.q_pairs, q_step = q.q_step, q_levels = q.q_levels;
+  // int16 dot products: the copy, each row's step over it, then its levels.
+  std::vector<Func> copies = {s.bf16_dots ? q_pairs : q_tile};
+  if (s.int16_dots) copies = {q_tile, q_step, q_levels};
+  for (Func copy : copies) {
+    if (s.q_copy_at == StoreLevel::root) {
+      copy.compute_root();
+    } else {
+      copy.compute_at(tile);
+    }
+  }
+  if (s.int16_dots) {
+    q_levels.reorder_storage(p.vars.d, p.tile_vars.ii)
+        .reorder(p.vars.d, p.tile_vars.ii)
+        .vectorize(p.vars.d, s.vector_width);
   }
   if (s.bf16_dots) {
     // Pairs of head-dim elements interleaved, as the dot products read them.
@@ -184,6 +194,11 @@ void schedule_dots_along_head_dim(const Schedule& s, const SoftmaxStages& st,
                                                   s.register_vectors, TailStrategy::RoundUp);
   if (interleaved) {
     tile_dots.reorder(lane, pii, st.dim_half, pki, st.dim_chunk, pio, pko).unroll(st.dim_half);
+  } else if (s.int16_dots) {
+    // Each lane sums a pair of products: one int16 dot product per vector.
+    tile_dots.reorder(st.dim_pair, lane, pii, pki, dim_outer, pio, pko)
+        .atomic()
+        .vectorize(st.dim_pair);
   } else {
     tile_dots.reorder(lane, pii, pki, dim_outer, pio, pko);
   }
@@ -302,7 +317,7 @@ void schedule_softmax_stages(const Schedule& s, const SoftmaxStages& st, const L
 
 LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   OnlineFuncs& f = p.online;
-  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim, f.q_pairs);
+  LoopLevel tile = schedule_query_tiles(s, p, f, head_dim);
   const RVar rb = f.block_loop();
   const Var d = p.vars.d, ii = p.tile_vars.ii, ks = p.tile_vars.ks;
   if (s.bf16_dots) {  // as P.V's tile: query rows innermost
@@ -328,9 +343,11 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
   }
   SoftmaxStages stages{f.logits,   f.scores, f.block_max,    f.probs,        f.block_sum,
                        f.block_pv, f.pv_sum, p.tile_vars.jj, f.over_block.x, f.over_dim.x};
-  if (s.bf16_dots) {
+  if (s.bf16_dots || s.int16_dots) {
     stages.over_dim = f.over_dim_pairs.y;
     stages.dim_pair = f.over_dim_pairs.x;
+  }
+  if (s.bf16_dots) {
     stages.pv_keys = f.over_key_pairs.y;
     stages.key_pair = f.over_key_pairs.x;
     stages.prob_pairs = f.prob_pairs;
@@ -349,7 +366,7 @@ LoopLevel schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim)
 
 LoopLevel schedule_fused(const Schedule& s, AttentionPipeline& p, int head_dim) {
   FusedFuncs& f = p.fused;
-  LoopLevel tile = schedule_query_tiles(s, p, f.q_tile, head_dim);
+  LoopLevel tile = schedule_query_tiles(s, p, f, head_dim);
   SoftmaxStages stages{f.logits,    f.scores,    f.row_max,      f.probs,       f.row_sum,
                        f.pv,        f.pv_sum,    p.vars.j,       f.over_keys.x, f.over_dim.x,
                        f.max_lanes, f.sum_lanes, f.over_groups.x};

@@ -29,6 +29,7 @@ AttentionPipeline build_pipeline(const AttentionSpec& spec, const AttentionInput
   if (schedule.group_heads && !is_gpu_schedule(schedule)) shape.grouped_heads = spec.group_size();
   shape.bf16_pairs = schedule.bf16_dots;
   shape.native_bf16_rounding = schedule.bf16_dots && native_bf16_rounding;
+  shape.int16_pairs = schedule.int16_dots;
   shape.unclamped_steady_blocks = !is_gpu_schedule(schedule);
   shape.skip_at_any_length = spec.key_padding && cuda_warp_block(schedule);
   // A paged cache's rows, read through its table, lose the hardware

@@ -207,6 +207,16 @@ std::vector<KnobRow> make_table() {
                      .on_cpu({{}, std::nullopt, materialized_only()})
                      .on_gpu({{}, std::nullopt, materialized_only()})
                      .seen_by_model_as(Feature::flag));
+  // Searched only for specs with an int8 cache (space.cpp).
+  rows.push_back(KnobRow::of<&Schedule::int16_dots>("int16_dots", Scope::cpu)
+                     .meaning("An int8 K cache (kv8), q·k along the head dim: q * scale in int16 "
+                              "levels of a step per row, dotted with the widened K levels in "
+                              "pairs accumulating in int32 (`vpdpwssd` with AVX512_VNNI, "
+                              "`vpmaddwd` otherwise).")
+                     .encoded_as(Encoding::boolean)
+                     .on_cpu({{0, 1}, std::nullopt, {Form::materialized, Form::fused}})
+                     .omitted_when_unset()
+                     .seen_by_model_as(Feature::flag));
   return rows;
 }
 

@@ -68,6 +68,7 @@ struct Schedule {
   DotAxis dot_axis = DotAxis::queries;
   int prefetch_blocks = 0;  // 0: none
   bool bf16_dots = false;
+  bool int16_dots = false;
 
   // A layer's projection GEMMs (0 outside a layer schedule).
   int projection_vectors = 0;

@@ -226,6 +226,17 @@ std::optional<ScheduleError> check_tiles(const Schedule& s, const AttentionSpec&
                       "head_dim {} is not a multiple of the P.V tile's {} head-dim rows",
                       spec.head_dim, effective_pv_rows(s));
   }
+  if (s.int16_dots) {
+    ATTNFORGE_REQUIRE(spec.kv_storage == KvStorage::int8, "int16_dots",
+                      "needs an int8 K cache (kv8); {} K rows are dotted in f32",
+                      spec.quantized_kv() ? "e4m3" : to_string(spec.dtype));
+    ATTNFORGE_REQUIRE(s.form == Form::online && s.dot_axis == DotAxis::head_dim, "int16_dots",
+                      "needs the online form with dot_axis head_dim");
+    ATTNFORGE_REQUIRE(spec.head_dim % (2 * s.vector_width) == 0, "int16_dots",
+                      "head_dim {} is not a multiple of 2 * vector_width ({}): q.k takes "
+                      "vectors of head-dim pairs",
+                      spec.head_dim, 2 * s.vector_width);
+  }
   ATTNFORGE_REQUIRE(s.pv_chunk % s.unroll == 0, "pv_chunk",
                     "{} keys must be a multiple of unroll ({})", s.pv_chunk, s.unroll);
   ATTNFORGE_REQUIRE(s.form != Form::online || s.key_block % std::max(s.pv_chunk, 1) == 0,

@@ -72,6 +72,7 @@ ScheduleSpace::ScheduleSpace(const AttentionSpec& spec, const Halide::Target& ta
     if (spec.dtype != DType::bf16 || spec.quantized_kv() || !has_bf16_dots(target)) {
       restrict_knob("bf16_dots", {0});
     }
+    if (spec.kv_storage != KvStorage::int8) restrict_knob("int16_dots", {0});
   }
 }
 
