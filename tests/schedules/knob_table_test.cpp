@@ -157,9 +157,10 @@ std::vector<std::string> space_knobs(const ScheduleSpace& space) {
 TEST(KnobTable, TheSpaceSearchesTheRowsOfItsTarget) {
   const AttentionSpec spec = AttentionSpec::parse("full.mha8.d64.f32");
   const std::vector<std::string> cpu = {
-      "form",         "parallel", "q_copy_at",       "dot_axis",         "query_tile", "key_block",
-      "vector_width", "unroll",   "register_rows",   "register_vectors", "kv_splits",  "pv_rows",
-      "pv_vectors",   "pv_chunk", "prefetch_blocks", "group_heads",      "bf16_dots"};
+      "form",        "parallel",     "q_copy_at",  "dot_axis",      "query_tile",
+      "key_block",   "vector_width", "unroll",     "register_rows", "register_vectors",
+      "kv_splits",   "pv_rows",      "pv_vectors", "pv_chunk",      "prefetch_blocks",
+      "group_heads", "bf16_dots",    "int16_dots"};
   EXPECT_EQ(space_knobs(ScheduleSpace(spec, kAvx2)), cpu);
   const std::vector<std::string> gpu = {"form",        "query_tile",    "key_block",
                                         "kv_splits",   "gpu_threads_x", "gpu_threads_y",
@@ -173,7 +174,7 @@ TEST(KnobTable, TheSpaceSearchesTheRowsOfItsTarget) {
 
   // AVX2 has 8 lanes; one head per KV group and f32 storage leave nothing to group or pair.
   const std::map<std::string, std::vector<int>> narrowed = {
-      {"vector_width", {8}}, {"group_heads", {0}}, {"bf16_dots", {0}}};
+      {"vector_width", {8}}, {"group_heads", {0}}, {"bf16_dots", {0}}, {"int16_dots", {0}}};
   const ScheduleSpace on_avx2(spec, kAvx2), on_cuda(spec, kCuda);
   for (const Knob& knob : on_avx2.knobs()) {
     const auto found = narrowed.find(knob.name());
