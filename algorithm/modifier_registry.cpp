@@ -74,13 +74,6 @@ void register_modifier(const std::string& name, const std::string& hash, Modifie
   registry().emplace(name + "_" + hash, std::move(modifier));
 }
 
-std::string register_modifier_source(const std::string& name, const std::string& source,
-                                     Modifier modifier) {
-  const std::string hash = modifier_hash_of(source);
-  register_modifier(name, hash, std::move(modifier));
-  return hash;
-}
-
 const Modifier& modifier_of(const AttentionSpec& spec) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   auto found = registry().find(spec.modifier + "_" + spec.modifier_hash);

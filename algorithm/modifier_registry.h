@@ -19,11 +19,6 @@ namespace attnforge {
 // Registering the same (name, hash) again keeps the first.
 void register_modifier(const std::string& name, const std::string& hash, Modifier modifier);
 
-// Registers a modifier defined in code under a hash of `source` (its text,
-// or any description that changes when the rule does); returns the hash.
-std::string register_modifier_source(const std::string& name, const std::string& source,
-                                     Modifier modifier);
-
 // The modifier `spec` names; throws SpecError("modifier") when this process
 // has none under its name and hash.
 const Modifier& modifier_of(const AttentionSpec& spec);
