@@ -157,6 +157,24 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16TakesTensorCoresOnCuda) {
   EXPECT_TRUE(plan.skipped.empty());
 }
 
+// An int8 cache's short-query kernels take q.k in int16 dot products on
+// either ISA; an fp8 cache's keep the f32 decoders.
+TEST(KernelPlan, Int8CachesDecodeWithInt16DotProducts) {
+  autotune::TempDir dir;
+  KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,avx512"),
+                                 {AttentionSpec::parse("causal.br.gqa8x2.d64.bf16.kv8"),
+                                  AttentionSpec::parse("causal.br.gqa8x2.d64.bf16.kvfp8")});
+  std::vector<std::string> short_query;
+  for (const PlannedKernel& k : plan.kernels) {
+    if (k.bucket == "generic.q16") short_query.push_back(k.spec.to_string() + " " + k.schedule);
+  }
+  EXPECT_EQ(short_query,
+            (std::vector<std::string>{"causal.br.gqa8x2.d64.bf16.kv8 decode_int16_avx2",
+                                      "causal.br.gqa8x2.d64.bf16.kvfp8 decode_avx2",
+                                      "causal.br.gqa8x2.d64.bf16.kv8 decode_int16_avx512",
+                                      "causal.br.gqa8x2.d64.bf16.kvfp8 decode_avx512"}));
+}
+
 // f16 on CUDA: the tensor-core generic kernel, and for rows it cannot take
 // (not 16-byte aligned) the SIMT online form.
 TEST(KernelPlan, TensorCoreKernelsShipWithAnUnalignedFallback) {
