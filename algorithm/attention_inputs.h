@@ -32,6 +32,12 @@ struct AttentionInputs {
   // A spec's modifier (algorithm/modifier.h): its tensors by name, clamped
   // to their extents.
   std::map<std::string, Halide::Func> modifier_tensors;
+  // A modifier with a mask rule: (n, i, level, h, b) int32, the keys runs of
+  // query rows see by the rule (modifier_key_ranges.h), so that forms skip
+  // the key blocks no row of a tile sees. h runs over the query heads where
+  // the rule reads the head, else over one value.
+  Halide::Func modifier_key_ranges;
+  bool key_ranges_per_head = false;
   // The K and V buffers k and v read, for schedules that prefetch them;
   // undefined where k and v are computed (a paged cache).
   Halide::Parameter k_buffer, v_buffer;

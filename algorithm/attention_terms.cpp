@@ -100,14 +100,18 @@ Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, co
   return value;
 }
 
+Expr AttentionTerms::modifier_mask(const Expr& j, const Expr& i, const Expr& h,
+                                   const Expr& b) const {
+  if (!has_modifier_mask()) return Expr();
+  return Halide::cast<bool>(
+      modifier_->mask(modifier_index(j, i, h, b), InputTensors(inputs_.modifier_tensors)));
+}
+
 Expr AttentionTerms::masked_logit(const Expr& scaled, const Expr& j, const Expr& i, const Expr& h,
                                   const Expr& b) const {
   Expr value = biased(scaled, j, i, h, b);
   Expr seen = visible(j, i, b);
-  if (modifier_ && modifier_->mask) {
-    seen = seen && Halide::cast<bool>(modifier_->mask(modifier_index(j, i, h, b),
-                                                      InputTensors(inputs_.modifier_tensors)));
-  }
+  if (has_modifier_mask()) seen = seen && modifier_mask(j, i, h, b);
   if (Halide::Internal::is_const_one(seen)) return value;
   return Halide::select(seen, value, kMaskedLogit);
 }

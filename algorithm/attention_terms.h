@@ -41,6 +41,12 @@ class AttentionTerms {
                             const Halide::Expr& i, const Halide::Expr& h,
                             const Halide::Expr& b) const;
 
+  // The modifier's mask rule at (j, i, h, b) as a bool; undefined where the
+  // spec's modifier has none.
+  Halide::Expr modifier_mask(const Halide::Expr& j, const Halide::Expr& i, const Halide::Expr& h,
+                             const Halide::Expr& b) const;
+  bool has_modifier_mask() const { return modifier_ && modifier_->mask; }
+
   // The keys [begin, end) that queries first..last of batch b can see at most:
   // where a form may skip the rest. Only bounds: visible() still decides each key.
   Halide::Expr key_range_begin(const Halide::Expr& first_query, const Halide::Expr& b) const;

@@ -1,8 +1,10 @@
 #include "tiled_forms.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "attention_terms.h"
+#include "modifier_key_ranges.h"
 #include "row_prefetch.h"
 #include "softmax_exp.h"
 #include "spec/kv_quantization.h"
@@ -37,6 +39,28 @@ class QueryTile {
     f.q_tile(t.ii, v.d, t.it, v.h, v.b) =
         AttentionTerms::to_f32(inputs.q(head_element(v.d), row, query_head, v.b)) * inputs.scale;
     if (shape.int16_pairs) define_query_levels(f, spec.head_dim, v, t);
+    if (inputs.modifier_key_ranges.defined()) find_rule_keys(v, t, shape.query_tile);
+  }
+
+  // The tile's keys by the mask rule: its rows' entry in the table (of
+  // every query head of the tile where the rule reads the head).
+  void find_rule_keys(const AttentionVars& v, const TileVars& t, int query_tile) {
+    // The queries of a tile that groups heads may start mid-group.
+    const int rows = groups == 1 ? query_tile : (query_tile + groups - 1) / groups + 1;
+    const int heads = in.key_ranges_per_head ? groups : 1;
+    Expr values[kKeyRangeValues];
+    for (int n = 0; n < kKeyRangeValues; ++n) {
+      const auto value = static_cast<KeyRangeValue>(n);
+      for (int g = 0; g < heads; ++g) {
+        Expr head = 0;
+        if (in.key_ranges_per_head) head = groups == 1 ? Expr(v.h) : v.h * groups + g;
+        const Expr entry =
+            key_range_of_rows(in.modifier_key_ranges, value, first,
+                              std::min(rows, 1 << (kKeyRangeLevels - 1)), in.q_len, head, v.b);
+        values[n] = g == 0 ? entry : combined_key_range(value, values[n], entry);
+      }
+    }
+    rule_keys = {values[key_range_begin], values[key_range_end]};
   }
 
   // q * scale in int16 levels (TileShape::int16_pairs). A row of zeros has
@@ -113,6 +137,9 @@ class QueryTile {
   const int lanes;  // TileShape::interleaved_lanes
   const Expr kv_head, i, query_head, first, last;
   const Expr row;  // i, clamped: rows past Lq read the last row and are never stored
+  // A modifier's mask rule: the keys some row of the tile sees by it
+  // (modifier_key_ranges.h); undefined without one.
+  KeyRange<Expr> rule_keys;
 
  private:
   Expr query_of(const Expr& tile_row) const { return groups == 1 ? tile_row : tile_row / groups; }
@@ -150,6 +177,12 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
     const Expr end = terms.key_range_end(tile.last, v.b);
     f.over_keys.where(f.over_keys.x >= begin && f.over_keys.x < end);
     f.over_groups.where(f.over_groups.x >= begin / G && f.over_groups.x < (end + G - 1) / G);
+    const KeyRange<Expr>& rule = tile.rule_keys;
+    if (rule.begin.defined()) {
+      f.over_keys.where(f.over_keys.x >= rule.begin && f.over_keys.x < rule.end);
+      f.over_groups.where(f.over_groups.x >= rule.begin / G &&
+                          f.over_groups.x < (rule.end + G - 1) / G);
+    }
   }
   const Halide::RVar rd = f.over_dim.x, rk = f.over_keys.x;
   // Keys of a group outside the tile's range are masked like any other.
@@ -311,6 +344,10 @@ void skip_masked_blocks(RDom& update_loops, const OnlineTile& o, const Expr& blo
   const Expr begin = any ? terms.key_range_begin_any_length(o.tile.first)
                          : terms.key_range_begin(o.tile.first, o.v.b);
   update_loops.where(block_first < end && block_first + o.KB > begin);
+  const KeyRange<Expr>& rule = o.tile.rule_keys;
+  if (rule.begin.defined()) {
+    update_loops.where(block_first < rule.end && block_first + o.KB > rule.begin);
+  }
 }
 
 // Declares the reduction domains and restricts the state update's loops to

@@ -6,9 +6,11 @@
 #include <functional>
 #include <limits>
 
+#include "algorithm/modifier_key_ranges.h"
 #include "autotune/builder.h"
 #include "autotune/modifier_samples.h"
 #include "bench/bench_inputs.h"
+#include "bench/mask_census.h"
 #include "bench/openblas_attention.h"
 #include "bench/output_check.h"
 #include "bench/read_bandwidth.h"
@@ -47,6 +49,8 @@ struct Case {
   double bytes = 0.0;               // attention_bytes() where memory-bound (few query rows), else 0
   std::unique_ptr<BenchInputs> in;  // impls point into it
   autotune::ModifierSamples modifier_samples;  // a modifier's tensors, which in->args points at
+  // A mask rule: the pairs attended (mask_census.h), for FLOPs and the torch peer.
+  Halide::Runtime::Buffer<uint8_t> attended;
   std::vector<Impl> impls;
   // The naive baseline runs on one thread whatever the count: timed once, reused.
   std::unique_ptr<Timing> naive_timing;
@@ -123,6 +127,10 @@ void ScheduleBench::add_shape(const Shape& shape) {
     c->modifier_samples =
         autotune::ModifierSamples(c->spec, shape.batch, shape.q_len, shape.kv_len);
     c->modifier_samples.attach(c->in->args);
+    if (has_mask_rule(c->spec)) {
+      c->attended = attended_pairs_of(c->computed, c->in->args);
+      c->flops = 4.0 * c->spec.head_dim * attended_pair_count(c->computed, c->attended);
+    }
     fmt::print(stderr, "{} {}: compiling\n", c->where.spec, c->where.shape);
     build_impls(*c);
     if (c->impls.empty() || c->impls.front().name != "naive") {
@@ -194,6 +202,7 @@ void ScheduleBench::build_impls(Case& c) {
       std::shared_ptr<JitAttention> kernel = build();
       c.impls.push_back({name, [kernel, &in] { kernel->run(in.args); },
                          [](int t) { JitAttention::set_num_threads(t); }});
+      if (has_mask_rule(c.spec) && name != "naive") add_key_range_variants(c, name, kernel);
     } catch (const std::exception& error) {
       skip(where, "all", fmt::format("compile failed: {}", error.what()));
     }
@@ -247,6 +256,26 @@ void ScheduleBench::build_impls(Case& c) {
                        [blas](int t) { blas->set_num_threads(t); }});
   } catch (const std::exception& error) {
     skip(where, "all", error.what());
+  }
+}
+
+// A kernel of a mask rule again: with its key ranges computed once and kept
+// (as a caller that asks for them passes them to every call), and with a
+// table that skips no block, the rule applied to every key.
+void ScheduleBench::add_key_range_variants(Case& c, const std::string& name,
+                                           const std::shared_ptr<JitAttention>& kernel) {
+  BenchInputs& in = *c.in;
+  using Table = Halide::Runtime::Buffer<int32_t>;
+  const auto kept = std::make_shared<Table>(kernel->key_ranges(in.args));
+  const auto every_key = std::make_shared<Table>(kernel->key_ranges_of_every_key(in.args));
+  for (const auto& [suffix, table] : {std::pair{" kept", kept}, std::pair{" dense", every_key}}) {
+    c.impls.push_back({name + suffix,
+                       [kernel, &in, table = table] {
+                         KernelArguments args = in.args;
+                         args.modifier_key_ranges = table->raw_buffer();
+                         kernel->run(args);
+                       },
+                       [](int t) { JitAttention::set_num_threads(t); }});
   }
 }
 
@@ -380,7 +409,9 @@ void ScheduleBench::run_torch(Case& c, BenchRow where, double naive_ms) {
   where.impl = "torch_sdpa";
   const std::size_t evict_bytes = timing_for(c).before_each ? eviction_->bytes() : 0;
   TorchResult result = run_torch_sdpa(options_.torch_python, c.computed, c.shape, where.threads,
-                                      *c.in, options_.timing.min_seconds, evict_bytes);
+                                      *c.in, options_.timing.min_seconds, evict_bytes,
+                                      c.attended.data() ? &c.attended : nullptr);
+  if (!result.path.empty()) where.impl = "torch_" + result.path;
   if (!result.error.empty()) {
     skip(where, std::to_string(where.threads), result.error);
     return;

@@ -72,6 +72,8 @@ class ScheduleBench {
  private:
   void skip(const BenchRow& where, const std::string& threads, const std::string& reason);
   void build_impls(Case& c);
+  void add_key_range_variants(Case& c, const std::string& name,
+                              const std::shared_ptr<JitAttention>& kernel);
   std::vector<const Impl*> checked_impls(Case& c, int threads);
   void run_shape(size_t first, size_t end, int threads);
   void measure_page_reads(int threads);

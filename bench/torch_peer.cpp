@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "algorithm/modifier_registry.h"
 #include "autotune/subprocess.h"
 #include "autotune/temp_dir.h"
 #include "bench/layer_inputs.h"
@@ -18,18 +19,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_floats(const fs::path& path, const float* data, size_t count) {
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(data),
-             static_cast<std::streamsize>(count * sizeof(float)));
-}
-
-// One raw f32 file a peer script reads.
+// One raw file a peer script reads: `count` f32 values, or bytes.
 struct InputFile {
   const char* name;
-  const float* data;
+  const void* data;
   size_t count;
+  size_t element_bytes = sizeof(float);
 };
+
+void write_file(const fs::path& path, const InputFile& file) {
+  std::ofstream(path, std::ios::binary)
+      .write(static_cast<const char*>(file.data),
+             static_cast<std::streamsize>(file.count * file.element_bytes));
+}
 
 // The raw f32 values of a file; none if it cannot be read.
 std::vector<float> read_floats(const fs::path& path) {
@@ -56,6 +58,7 @@ TorchResult read_result(const fs::path& path) {
   result.timing.min_ms = json.value("ms_min", 0.0);
   result.timing.max_ms = json.value("ms_max", 0.0);
   result.timing.repeats = json.value("repeats", 0);
+  result.path = json.value("path", "");
   if (result.error.empty()) result.output = read_floats(fs::path(path).replace_extension(".bin"));
   return result;
 }
@@ -69,7 +72,7 @@ std::vector<TorchResult> run_script(const std::string& python, const char* scrip
                                     const std::vector<std::string>& results = {"result.json"}) {
   const autotune::TempDir folder("attnforge_torch_");
   const fs::path& dir = folder.path();
-  for (const InputFile& file : files) write_floats(dir / file.name, file.data, file.count);
+  for (const InputFile& file : files) write_file(dir / file.name, file);
   std::vector<std::string> command = {python, script, "--dir", dir.string()};
   command.insert(command.end(), args.begin(), args.end());
   const int status = run_program(command);
@@ -99,8 +102,9 @@ bool python_has_torch(const std::string& python) {
 // unmasked or causal attention, in `dtypes`.
 std::string sdpa_misfit(const AttentionSpec& spec, bool cuda) {
   if (spec.key_padding || spec.bias != BiasKind::none || spec.return_weights ||
-      spec.run_time_window || spec.modified()) {
-    return "the torch peer runs causal, window or unmasked attention only";
+      spec.run_time_window || (spec.modified() && (cuda || modifier_of(spec).score))) {
+    return "the torch peer runs causal, window or unmasked attention, or a modifier's mask rule "
+           "on the CPU";
   }
   if (cuda && (spec.mask == PositionMask::window || spec.softcapped())) {
     return "the CUDA torch peer runs causal or unmasked attention only";
@@ -140,21 +144,28 @@ std::vector<std::string> sdpa_args(const AttentionSpec& spec, const Shape& shape
 
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
                            int threads, const BenchInputs& inputs, double min_seconds,
-                           std::size_t evict_bytes) {
+                           std::size_t evict_bytes, const Halide::Runtime::Buffer<uint8_t>* mask) {
   TorchResult result;
   result.error = sdpa_misfit(spec, false);
+  if (result.error.empty() && spec.modified() && !mask) {
+    result.error = "the torch peer runs a mask rule from its attended pairs, and none were given";
+  }
   if (!result.error.empty()) return result;
   auto file = [](const char* name, const BenchInputs::Tensor& t) {
-    return InputFile{name, t.data(), t.number_of_elements()};
+    return InputFile{name, t.data(), static_cast<size_t>(t.number_of_elements())};
   };
+  std::vector<InputFile> files = {file("q.bin", inputs.q), file("k.bin", inputs.k),
+                                  file("v.bin", inputs.v)};
   std::vector<std::string> args = sdpa_args(spec, shape, inputs.args.scale, min_seconds);
   args.insert(args.end(),
               {"--threads", std::to_string(threads), "--dtype", torch_dtype(spec.dtype)});
   if (evict_bytes > 0) args.insert(args.end(), {"--evict-bytes", std::to_string(evict_bytes)});
-  return run_script(python, ATTNFORGE_TORCH_SCRIPT,
-                    {file("q.bin", inputs.q), file("k.bin", inputs.k), file("v.bin", inputs.v)},
-                    args, {"result_default.json"})
-      .front();
+  if (mask) {
+    files.push_back({"mask.bin", mask->data(), static_cast<size_t>(mask->number_of_elements()), 1});
+    args.insert(args.end(),
+                {"--mask-file", "mask.bin", "--mask-heads", std::to_string(mask->dim(2).extent())});
+  }
+  return run_script(python, ATTNFORGE_TORCH_SCRIPT, files, args, {"result_default.json"}).front();
 }
 
 std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const AttentionSpec& spec,

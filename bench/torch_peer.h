@@ -3,7 +3,10 @@
 // the same timing rule; its output comes back for the benchmark's check.
 #pragma once
 
+#include <HalideBuffer.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,7 @@ struct TorchResult {
   Timing timing;
   std::vector<float> output;  // as f32, laid out as the benchmark's own output
   std::string error;          // set when torch could not run
+  std::string path;           // which of several ways the script timed, where it chose
 };
 
 // Whether `python` imports torch (asked once per path).
@@ -27,9 +31,13 @@ bool python_has_torch(const std::string& python);
 
 // `evict_bytes` > 0: a buffer of that many bytes is written, untimed, before
 // every run, as the benchmark evicts the caches for its memory-bound rows.
+// A spec whose modifier has a mask rule takes `mask`, its attended pairs
+// (mask_census.h): FlexAttention runs them as a block mask where it compiles
+// on this CPU, else SDPA as a boolean mask.
 TorchResult run_torch_sdpa(const std::string& python, const AttentionSpec& spec, const Shape& shape,
                            int threads, const BenchInputs& inputs, double min_seconds,
-                           std::size_t evict_bytes = 0);
+                           std::size_t evict_bytes = 0,
+                           const Halide::Runtime::Buffer<uint8_t>* mask = nullptr);
 
 // The same on a CUDA device with each of `backends` (default, math,
 // efficient, flash, cudnn) in one torch process, f32 or f16 as the spec

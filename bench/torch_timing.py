@@ -26,13 +26,14 @@ def time_runs(run, min_time, max_runs=50, before_each=None):
     return {"ms_median": s[len(s) // 2], "ms_min": s[0], "ms_max": s[-1], "repeats": len(s)}
 
 
-def write_result(directory, timing, out, torch_version, file_name="result.json"):
-    """`file_name` in `directory`: the timing and torch's version; next to it, with the
-    extension .bin, the output as raw f32 for the benchmark to check as it checks its own."""
+def write_result(directory, timing, out, torch_version, file_name="result.json", extra=None):
+    """`file_name` in `directory`: the timing, torch's version and `extra`; next to it, with
+    the extension .bin, the output as raw f32 for the benchmark to check as it checks its own."""
     output = os.path.join(directory, os.path.splitext(file_name)[0] + ".bin")
     out.detach().float().cpu().contiguous().numpy().tofile(output)
     result = dict(timing)
     result.update({"torch": torch_version})
+    result.update(extra or {})
     with open(os.path.join(directory, file_name), "w") as f:
         json.dump(result, f)
 

@@ -11,9 +11,11 @@
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/materialized_form.h"
+#include "algorithm/modifier_key_ranges.h"
 #include "algorithm/modifier_registry.h"
 #include "algorithm/quantized_cache.h"
 #include "algorithm/row_prefetch.h"
+#include "modifier_inputs.h"
 #include "schedules/apply_cuda.h"
 #include "schedules/apply_mma.h"
 #include "schedules/apply_x86.h"
@@ -97,7 +99,9 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
         window_right_ = add_input<int32_t>(name);
         break;
       case KernelArgument::out:
-        declare_modifier_tensors();
+        modifier_inputs_.declare(*this, spec_);
+        // A mask rule's key ranges (algorithm/modifier_key_ranges.h).
+        if (has_mask_rule(spec_)) key_ranges_ = add_input<Buffer<int32_t>>("mod_key_ranges", 5);
         out_ = add_output<Buffer<>>(name, storage, dims);
         break;
       case KernelArgument::weights:
@@ -135,9 +139,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (key_lengths_) in.key_lengths = *key_lengths_;
     if (bias_) in.bias = storage_as_bits() ? bf16_from_bits(*bias_) : Halide::Func(*bias_);
     if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
-    for (const auto& [tensor, input] : modifier_inputs_) {
-      in.modifier_tensors[tensor.name] = Halide::BoundaryConditions::repeat_edge(*input);
-    }
+    modifier_inputs_.add_to(in);
 
     const std::string choice = schedule;
     if (storage_as_bits() && (choice == "auto" || choice == "naive")) {
@@ -167,6 +169,11 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     const bool emulated = schedules::emulates_tensor_cores(chosen, get_target());
     schedules::validate(chosen, spec_,
                         emulated ? schedules::emulated_target(get_target()) : get_target());
+    if (key_ranges_ && !emulated && !get_target().has_gpu_feature()) {
+      // The CPU's tiled forms skip the key blocks the mask rule hides.
+      in.modifier_key_ranges = *key_ranges_;
+      in.key_ranges_per_head = mask_rule_reads_head(spec_);
+    }
     schedules::AttentionPipeline pipeline =
         schedules::build_pipeline(spec_, in, chosen, emulated, storage_as_bits(),
                                   schedules::has_native_bf16_rounding(get_target()));
@@ -188,17 +195,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   }
 
  private:
-  // A modifier's tensors, as kernel arguments named mod_<tensor>, in the
-  // order the modifier declares them (the argv's order: kernel_arguments.h).
-  void declare_modifier_tensors() {
-    if (!spec_.modified()) return;
-    for (const ModifierTensor& tensor : modifier_of(spec_).tensors) {
-      modifier_inputs_.emplace_back(tensor,
-                                    add_input<Buffer<>>("mod_" + tensor.name, tensor.type,
-                                                        static_cast<int>(tensor.dims.size())));
-    }
-  }
-
   // bf16 on CUDA travels as its 16 bits (Halide 21's PTX back end can load
   // and store no bf16); the tensor-core form, the only one that takes it,
   // reads and writes the bits.
@@ -344,8 +340,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       }
     };
     constrain(q_, {d, Expr(), spec_.heads, Expr()});
-    for (const auto& [tensor, input] : modifier_inputs_) {
-      constrain(input, modifier_extents(tensor, spec_, batch, q_len, kv_len));
+    modifier_inputs_.constrain(spec_, batch, q_len, kv_len);
+    if (key_ranges_) {
+      constrain(key_ranges_,
+                {kKeyRangeValues, q_len, kKeyRangeLevels, key_range_heads(spec_), batch});
     }
     if (spec_.paged()) {
       // (d, position in page, kv head, page), any number of pages.
@@ -402,10 +400,13 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
     if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     scale_->set_estimate(default_scale(d));
-    for (const auto& [tensor, input] : modifier_inputs_) {
-      Halide::Region region;
-      for (int extent : modifier_extents(tensor, spec_, B, Lq, Lk)) region.push_back({0, extent});
-      input->set_estimates(region);
+    modifier_inputs_.set_estimates(spec_, B, Lq, Lk);
+    if (key_ranges_) {
+      key_ranges_->set_estimates({{0, kKeyRangeValues},
+                                  {0, Lq},
+                                  {0, kKeyRangeLevels},
+                                  {0, key_range_heads(spec_)},
+                                  {0, B}});
     }
     if (window_left_) window_left_->set_estimate(Lk / 8);
     if (window_right_) window_right_->set_estimate(0);
@@ -421,7 +422,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* page_table_ = nullptr;
   GeneratorInput<Buffer<>>* bias_ = nullptr;
-  std::vector<std::pair<ModifierTensor, GeneratorInput<Buffer<>>*>> modifier_inputs_;
+  ModifierInputs modifier_inputs_;
+  GeneratorInput<Buffer<int32_t>>* key_ranges_ = nullptr;
   GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
   GeneratorInput<float>* scale_ = nullptr;
   GeneratorInput<int32_t>* window_left_ = nullptr;

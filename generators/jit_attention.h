@@ -5,6 +5,7 @@
 #include <Halide.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +24,18 @@ class JitAttention {
                const Halide::AutoschedulerParams& autoscheduler = {});
 
   // Runs the kernel; a Halide error (e.g. a shape mismatch) throws KernelError.
+  // A spec whose modifier has a mask rule computes the rule's key ranges
+  // first, unless args.modifier_key_ranges holds them (from key_ranges).
   void run(KernelArguments& args) const;
+
+  // The key ranges of the mask rule for args' shape and modifier tensors
+  // (algorithm/modifier_key_ranges.h): computed once, they serve every call
+  // with that shape and those tensors' values, as args.modifier_key_ranges.
+  // Throws SpecError when the spec's modifier has no mask rule.
+  Halide::Runtime::Buffer<int32_t> key_ranges(const KernelArguments& args) const;
+  // A table for args' shape by which every row sees every key: no block is
+  // skipped, the rule decides each key (what skipping saves is measured against it).
+  Halide::Runtime::Buffer<int32_t> key_ranges_of_every_key(const KernelArguments& args) const;
 
   const AttentionSpec& spec() const { return spec_; }
 
@@ -33,7 +45,12 @@ class JitAttention {
  private:
   AttentionSpec spec_;
   bool cuda_ = false;  // the kernel takes bf16 as its bits (KernelStorageTypes)
+  // An empty table for args' shape, and the key length args read.
+  Halide::Runtime::Buffer<int32_t> key_range_table(const KernelArguments& args,
+                                                   int32_t& kv_len) const;
+
   Halide::Callable callable_;
+  std::optional<Halide::Callable> key_ranges_;  // a mask rule's table, on the CPU
 };
 
 }  // namespace attnforge

@@ -59,6 +59,8 @@ void mark_host_inputs_dirty(KernelArguments& args) {
     halide_buffer_t* input = args.modifier_tensors[n];
     if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
   }
+  halide_buffer_t* ranges = args.modifier_key_ranges;
+  if (ranges && ranges->device == 0) ranges->flags |= halide_buffer_flag_host_dirty;
 }
 
 int argument_dimensions(const AttentionSpec& spec, const KernelArgumentSlot& slot) {
@@ -119,6 +121,7 @@ KernelArgv kernel_argv(const AttentionSpec& spec, KernelArguments& args) {
       for (size_t n = 0; n < args.modifier_tensor_count; ++n) {
         argv.push(required_argument(args.modifier_tensors[n], "modifier_tensors"));
       }
+      if (args.modifier_key_ranges) argv.push(args.modifier_key_ranges);
     }
     argv.push(slot.buffer ? required_argument(args.*slot.buffer, slot.name)
                           : scalar_address(args, slot.argument));

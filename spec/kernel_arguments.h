@@ -40,6 +40,10 @@ struct KernelArguments {
   // the kernel takes them after the table's inputs, before out.
   std::array<halide_buffer_t*, kMaxModifierTensors> modifier_tensors{};
   size_t modifier_tensor_count = 0;
+  // A modifier with a mask rule: int32 (2, Lq, 9, 1 or H, B), the keys runs
+  // of query rows see by the rule (algorithm/modifier_key_ranges.h); the
+  // kernel takes it after the modifier's tensors.
+  halide_buffer_t* modifier_key_ranges = nullptr;
   halide_buffer_t* out = nullptr;
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
 };
