@@ -11,14 +11,9 @@
 
 #include "attention_inputs.h"
 #include "spec/attention_spec.h"
+#include "spec/key_range_table.h"
 
 namespace attnforge {
-
-// The values of an entry: the keys [begin, end) its rows see (none: begin >= end).
-enum KeyRangeValue { key_range_begin = 0, key_range_end };
-constexpr int kKeyRangeValues = 2;
-// Runs of 1, 2, 4, ... 256 rows: the most query rows a tile holds.
-constexpr int kKeyRangeLevels = 9;
 
 // The table's keys are taken this many at a time, one partial range per lane.
 constexpr int kKeyRangeLanes = 16;

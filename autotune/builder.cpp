@@ -129,6 +129,13 @@ AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
                      output, candidate.spec.to_string());
 }
 
+AotFiles build_key_ranges_aot(const AttentionSpec& spec, const Halide::Target& target,
+                              const std::filesystem::path& dir, const std::string& function,
+                              AotOutput output) {
+  return execute_aot("key_ranges", {{"spec", spec.to_string()}}, target, dir, function, output,
+                     spec.to_string() + " key ranges");
+}
+
 AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
                          const std::string& schedule, const std::filesystem::path& dir,
                          const std::string& function, AotOutput output) {

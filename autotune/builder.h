@@ -81,6 +81,12 @@ struct AotFiles {
 AotFiles build_aot(const Candidate& candidate, const std::filesystem::path& dir,
                    const std::string& function, AotOutput output = AotOutput::static_library);
 
+// The key-range kernel of `spec`'s mask rule (algorithm/modifier_key_ranges.h),
+// as build_aot compiles attention kernels.
+AotFiles build_key_ranges_aot(const AttentionSpec& spec, const Halide::Target& target,
+                              const std::filesystem::path& dir, const std::string& function,
+                              AotOutput output);
+
 // The layer under `schedule` ("naive", a preset name or schedule JSON), as build_aot.
 AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
                          const std::string& schedule, const std::filesystem::path& dir,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "autotune/database.h"
+#include "autotune/modifier_file.h"
 #include "commands.h"
 #include "emit/kernel_plan.h"
 #include "emit/package_writer.h"
@@ -18,6 +19,7 @@ namespace {
 
 struct EmitArgs {
   std::string db, targets = "host", out, specs;
+  std::vector<std::string> mods;
   bool python = false;
 };
 
@@ -26,8 +28,9 @@ struct SpecLists {
   std::vector<LayerSpec> layers;
 };
 
-// --specs: attention and layer specs, told apart by how they are written.
-SpecLists parse_specs(const std::string& list) {
+// --specs: attention and layer specs, told apart by how they are written;
+// `.mod<name>` gets the hash of the loaded modifier of that name.
+SpecLists parse_specs(const std::string& list, const std::vector<autotune::LoadedModifier>& mods) {
   SpecLists specs;
   std::stringstream entries(list);
   std::string text;
@@ -36,7 +39,7 @@ SpecLists parse_specs(const std::string& list) {
     if (names_a_layer(text)) {
       specs.layers.push_back(LayerSpec::parse(text));
     } else {
-      specs.attention.push_back(AttentionSpec::parse(text));
+      specs.attention.push_back(AttentionSpec::parse(autotune::with_modifier_hashes(text, mods)));
     }
   }
   return specs;
@@ -48,7 +51,9 @@ int run_emit(const EmitArgs& args) {
   }
   const autotune::Database database(args.db);  // without --db: empty
   std::vector<emit::EmitTarget> targets = emit::parse_emit_targets(args.targets);
-  const SpecLists specs = parse_specs(args.specs);
+  // Loaded before the kernels compile: the compiling children inherit them.
+  const std::vector<autotune::LoadedModifier> mods = autotune::load_modifier_arguments(args.mods);
+  const SpecLists specs = parse_specs(args.specs, mods);
   emit::KernelPlan kernel_plan =
       emit::plan_kernels(database, targets, specs.attention, specs.layers);
   for (const std::string& skipped : kernel_plan.skipped) {
@@ -90,6 +95,9 @@ Action add_emit_command(CLI::App& app) {
                    "Comma-separated attention or layer specs to include even without a tuned "
                    "record");
   emit->add_option("--out", args->out, "Package folder (created)")->required();
+  emit->add_option("--mod", args->mods,
+                   "name=FILE: load a modifier (docs/modifiers.md) for specs that name "
+                   ".mod<name>; repeatable");
   emit->add_flag("--python", args->python,
                  "Also build the Python module into <out>/python (needs nanobind)");
   return [emit, args] { return *emit ? run_emit(*args) : -1; };

@@ -1,10 +1,12 @@
-# attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>] [PYTHON])
+# attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>] [PYTHON]
+#                        [MODS <name>=<file>...])
 # Runs `attnforge emit` at build time into ${CMAKE_CURRENT_BINARY_DIR}/<name>
-# (with PYTHON, its Python module too: `emit --python`)
+# (with PYTHON, its Python module too: `emit --python`; MODS: `emit --mod` for
+# each, the compiled modifiers cached in the build tree)
 # and defines <name>: an INTERFACE target linking the attnforge runtime with
 # that package's kernels and Halide runtime. <name>_DIR holds the package path.
 function(attnforge_emit_package name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "PYTHON" "TARGETS;DB" "SPECS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PYTHON" "TARGETS;DB" "SPECS;MODS")
   set(package "${CMAKE_CURRENT_BINARY_DIR}/${name}")
   list(JOIN ARG_SPECS "," spec_list)
   set(db_args "")
@@ -13,6 +15,13 @@ function(attnforge_emit_package name)
     set(db_args --db "${ARG_DB}")
     set(db_depends "${ARG_DB}")
   endif ()
+  set(mod_args "")
+  set(mod_depends "")
+  foreach (mod IN LISTS ARG_MODS)
+    list(APPEND mod_args --mod "${mod}")
+    string(REGEX REPLACE "^[^=]*=" "" mod_file "${mod}")
+    list(APPEND mod_depends "${mod_file}")
+  endforeach ()
   set(python_args "")
   set(python_outputs "")
   set(python_depends "")
@@ -27,9 +36,11 @@ function(attnforge_emit_package name)
   add_custom_command(
     OUTPUT "${package}/lib/libattnforge_kernels.a" "${package}/lib/libattnforge_halide_runtime.a"
            ${python_outputs}
-    COMMAND attnforge emit ${db_args} --specs "${spec_list}" --targets "${ARG_TARGETS}"
-            --out "${package}" ${python_args}
+    COMMAND "${CMAKE_COMMAND}" -E env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/${name}_cache"
+            $<TARGET_FILE:attnforge> emit ${db_args} ${mod_args} --specs "${spec_list}"
+            --targets "${ARG_TARGETS}" --out "${package}" ${python_args}
     DEPENDS attnforge attnforge_runtime attnforge_spec attnforge_kernel_support ${db_depends} ${python_depends}
+            ${mod_depends}
     COMMENT "Emitting the kernel package ${name}"
     VERBATIM)
   add_custom_target(${name}_emit DEPENDS "${package}/lib/libattnforge_kernels.a")

@@ -224,10 +224,9 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
   for (size_t t = 0; t < targets.size(); ++t) {
     const EmitTarget& target = targets[t];
     for (const auto& [text, spec] : specs) {
-      if (spec.modified()) {
+      if (spec.modified() && target.cuda) {
         result.skipped.push_back(text + " on " + target.tag +
-                                 ": packages take no modifier yet (their runtime cannot pass its "
-                                 "tensors); run it through the JIT (tune, bench)");
+                                 ": packages run modifiers on CPU targets only");
         continue;
       }
       if (auto misfit = schedules::check_spec_on_target(spec, target.target)) {

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "algorithm/modifier_key_ranges.h"
+#include "algorithm/modifier_registry.h"
 #include "autotune/builder.h"
 #include "autotune/runner.h"
 #include "autotune/subprocess.h"
@@ -65,6 +68,37 @@ void copy_kernel_header(const fs::path& from, const fs::path& to, const std::str
   write_text(to, text);
 }
 
+// A kernel of a mask rule ships with the kernel of its key ranges.
+bool takes_key_ranges(const PlannedKernel& k) {
+  return !k.layer && has_mask_rule(k.spec);
+}
+
+std::string key_ranges_function(const PlannedKernel& k) {
+  return k.function + "_key_ranges";
+}
+
+// The kernel table's rows of a modifier's tensors, for kernel `k` (named after it).
+std::string modifier_tensor_rows(const PlannedKernel& k) {
+  std::string rows;
+  for (const ModifierTensor& t : modifier_of(k.spec).tensors) {
+    std::string extents;
+    for (const ModifierDimension& d : t.dims) {
+      static const std::map<ModifierExtent, const char*> codes = {
+          {ModifierExtent::batch, "attnforge::kModifierBatch"},
+          {ModifierExtent::heads, "attnforge::kModifierHeads"},
+          {ModifierExtent::queries, "attnforge::kModifierQueries"},
+          {ModifierExtent::keys, "attnforge::kModifierKeys"}};
+      const auto code = codes.find(d.extent);
+      extents += (extents.empty() ? "" : ", ") +
+                 (code == codes.end() ? std::to_string(d.size) : std::string(code->second));
+    }
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, {{{}}}}},\n", t.name,
+                        static_cast<int>(t.type.code()), t.type.bits(), t.dims.size(), extents);
+  }
+  return fmt::format("const attnforge::ModifierTensorEntry {}_modifier_tensors[] = {{\n{}}};\n\n",
+                     k.function, rows);
+}
+
 void copy_into_package(const fs::path& from, const fs::path& to) {
   fs::create_directories(to.parent_path());
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
@@ -91,6 +125,10 @@ std::vector<PlannedKernel> compile_kernels(
       } else {
         autotune::build_aot({k.spec, target, k.schedule}, work, k.function,
                             autotune::AotOutput::object);
+        if (takes_key_ranges(k)) {
+          autotune::build_key_ranges_aot(k.spec, target, work, key_ranges_function(k),
+                                         autotune::AotOutput::object);
+        }
       }
       return autotune::Outcome{};
     });
@@ -124,16 +162,32 @@ std::string kernel_table_source(const std::vector<PlannedKernel>& plan,
       "#include <HalideRuntime.h>\n";
   if (cuda) text += "#include <HalideRuntimeCuda.h>\n";
   text += "\n#include \"attnforge/kernel_table.h\"\n\nextern \"C\" {\n";
-  for (const PlannedKernel& k : plan)
+  for (const PlannedKernel& k : plan) {
     text += fmt::format("int {}_argv(void** args);\n", k.function);
-  text += "}\n\nnamespace {\n\nconst attnforge::KernelEntry kEntries[] = {\n";
+    if (takes_key_ranges(k))
+      text += fmt::format("int {}_argv(void** args);\n", key_ranges_function(k));
+  }
+  text += "}\n\nnamespace {\n\n";
+  for (const PlannedKernel& k : plan) {
+    if (!k.layer && k.spec.modified()) text += modifier_tensor_rows(k);
+  }
+  text += "const attnforge::KernelEntry kEntries[] = {\n";
   for (const PlannedKernel& k : plan) {
     const EmitTarget& t = targets[k.target];
     const ShapeBucket& b = k.shape;
+    std::string modifier;
+    if (!k.layer && k.spec.modified()) {
+      modifier = fmt::format(", {0}_modifier_tensors, {1}", k.function,
+                             modifier_of(k.spec).tensors.size());
+      modifier += takes_key_ranges(k) ? fmt::format(", &{}_argv, {}", key_ranges_function(k),
+                                                    key_range_heads(k.spec))
+                                      : ", nullptr, 0";
+    }
     text += fmt::format(
-        "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}, {9}}},\n",
+        "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}, "
+        "{9}{10}}},\n",
         k.function, k.spec_text(), t.target.to_string(), t.cpu_features, t.cuda ? 1 : 0, b.batch,
-        b.q_len, b.kv_len, t.rank, input_alignment(k, t));
+        b.q_len, b.kv_len, t.rank, input_alignment(k, t), modifier);
   }
   text += "};\n\n";
   if (cuda) {
@@ -217,6 +271,7 @@ void write_package(const std::vector<PlannedKernel>& plan, const std::vector<Emi
     copy_kernel_header(work / (k.function + ".h"),
                        out / "include/attnforge/kernels" / (k.function + ".h"), k.function);
     objects.push_back((work / (k.function + ".o")).string());
+    if (takes_key_ranges(k)) objects.push_back((work / (key_ranges_function(k) + ".o")).string());
   }
 
   progress("kernel table and Halide runtime");

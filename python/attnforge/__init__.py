@@ -88,7 +88,8 @@ def _fp8_as_bytes(array):
 
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
-              scale=None, softcap=None, weights=False, out=None, k_scale=None, v_scale=None):
+              scale=None, softcap=None, weights=False, out=None, k_scale=None, v_scale=None,
+              modifier=None, mod_tensors=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
@@ -108,6 +109,10 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     page_size]), one scale per row (kv8); or k and v fp8 e4m3 codes (uint8,
     or torch.float8_e4m3fn) with k_scale and v_scale float32 [H_kv], one
     scale per KV head (kvfp8).
+    modifier: the name of a modifier compiled into the package (emit --mod;
+    docs/modifiers.md), whose tensors mod_tensors gives as a dict by name,
+    each of the type and shape the modifier declares, outermost first (a
+    {queries, batch} tensor is [B, Lq]).
     Returns out ([B, H, Lq, D], written in place when given), and with
     weights=True also the attention weights [B, H, Lq, Lk].
     """
@@ -121,7 +126,8 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
                                 softcap)
     k, v = _fp8_as_bytes(k), _fp8_as_bytes(v)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
-                             weights_out, k_scale, v_scale))
+                             weights_out, k_scale, v_scale, modifier or "",
+                             list((mod_tensors or {}).items())))
     return (out, weights_out) if weights else out
 
 

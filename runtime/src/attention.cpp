@@ -1,6 +1,7 @@
 #include "attnforge/attention.h"
 
 #include <HalideRuntime.h>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "halide_tensor.h"
 #include "kernel_call.h"
 #include "kernel_registry.h"
+#include "modifier_call.h"
 #include "packed_staging.h"
 #include "spec/cuda_register_limit.h"
 #include "spec/kernel_arguments.h"
@@ -25,11 +27,18 @@ Status prepare(const TensorView& q, const TensorView& k, const TensorView& v, co
                const AttentionOptions& options, ValidatedCall* call, const KernelEntry** kernel) {
   Status status = runtime::validate_call(q, k, v, out, options, call);
   if (!status.ok()) return status;
+  status = runtime::check_modifier_options(options, call->device);
+  if (!status.ok()) return status;
   std::string cuda_missing;
   if (call->device == Device::cuda) runtime::cuda_device_available(&cuda_missing);
   const runtime::RegisteredKernel* chosen =
       runtime::choose(*call, runtime::host_cpu_features(), cuda_missing, &status);
   if (!chosen) return status;
+  if (!options.modifier.empty()) {
+    status = runtime::check_modifier_tensors(options, *chosen->entry, call->batch, q.shape[1],
+                                             call->q_len, call->kv_len);
+    if (!status.ok()) return status;
+  }
   *kernel = chosen->entry;
   call->spec = chosen->spec;  // its arguments: a window per call takes the sizes
   return status;
@@ -112,6 +121,15 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
   args.bias = wrap_optional(options.bias, tbias, bias_extents);
   args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
   args.weights = wrap_optional(options.weights, tweights, nullptr);
+  runtime::ModifierArguments modifier;
+  if (!options.modifier.empty()) {
+    if (int failed = modifier.prepare(options, *kernel, call.batch, call.q_len, call.kv_len)) {
+      return {ErrorCode::kernel_failed,
+              fmt::format("modifier '{}': its key ranges failed (Halide error {})",
+                          options.modifier, failed)};
+    }
+    modifier.attach(args);
+  }
   if (error != 0) {
     return {ErrorCode::kernel_failed,
             "wrapping CUDA memory failed (Halide error " + std::to_string(error) + ")"};

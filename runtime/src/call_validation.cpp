@@ -327,6 +327,7 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
 
   AttentionSpec& spec = call->spec;
   apply_options(options, spec);
+  call->modifier = options.modifier;
   spec.page_size = table ? static_cast<int>(std::min<int64_t>(k.shape[2], 1 << 20)) : 0;
   spec.heads = static_cast<int>(std::min<int64_t>(h, 1 << 20));
   spec.kv_heads = static_cast<int>(std::min<int64_t>(h_kv, 1 << 20));

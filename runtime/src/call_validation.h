@@ -19,6 +19,7 @@ struct ValidatedCall {
   // The largest power of two (up to 256) in bytes that every row of q, k and
   // v starts at a multiple of: their pointers and B, H and L strides.
   int row_alignment = 1;
+  std::string modifier;  // the options' modifier name: its kernels have that name and any hash
 };
 
 // The options' own checks for a call of b batches, lq queries, lk keys and

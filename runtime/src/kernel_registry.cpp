@@ -72,8 +72,13 @@ double fit_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
 }
 
 // Whether a kernel of spec `kernel` computes what a call of spec `call`
-// needs: the same spec, or `call`'s with its window given per call.
-bool serves(const AttentionSpec& kernel, const AttentionSpec& call) {
+// with modifier `modifier` (a name, or none) needs: the same spec, or
+// `call`'s with its window given per call; a modifier of that name, whatever
+// its source hash (the package holds one).
+bool serves(AttentionSpec kernel, const AttentionSpec& call, const std::string& modifier) {
+  if (kernel.modifier != modifier) return false;
+  kernel.modifier.clear();
+  kernel.modifier_hash.clear();
   if (kernel == call) return true;
   return kernel.run_time_window && call.mask == PositionMask::window &&
          with_window(kernel, call.window_left, call.window_right) == call;
@@ -136,7 +141,7 @@ const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
   // A kernel with the call's window compiled in beats every one taking it per call.
   constexpr double kOwnWindow = 1e9;
   for (const RegisteredKernel& k : registered_kernels()) {
-    if (!serves(k.spec, call.spec)) continue;
+    if (!serves(k.spec, call.spec, call.modifier)) continue;
     same_spec = true;
     if ((k.entry->cuda != 0) != cuda) continue;
     same_device = true;
@@ -157,7 +162,8 @@ const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
     *status = Status::success();  // the common case formats nothing
     return best;
   }
-  const std::string spec = call.spec.to_string();
+  std::string spec = call.spec.to_string();
+  if (!call.modifier.empty()) spec += " with modifier " + call.modifier;
   if (!same_spec) {
     *status = {ErrorCode::no_kernel,
                fmt::format("no emitted kernel computes {} (head dim {}, {} heads, {} kv heads); "

@@ -22,8 +22,9 @@ except ImportError:
 
 
 def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
-              bias=None, alibi_slopes=None, scale=None, softcap=None):
-    """(out, weights) in float64. q [B, H, Lq, D], k and v [B, H_kv, Lk, D]."""
+              bias=None, alibi_slopes=None, scale=None, softcap=None, rule=None):
+    """(out, weights) in float64. q [B, H, Lq, D], k and v [B, H_kv, Lk, D]; rule: a
+    modifier's mask rule, bool [B, 1 or H, Lq, Lk]."""
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
     batch, heads, q_len, dim = q.shape
     kv_len = k.shape[2]
@@ -45,6 +46,8 @@ def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_len
         keep &= (key >= position - window[0]) & (key <= position + window[1])
     if key_lengths is not None:
         keep &= key < valid[:, None, None, None]
+    if rule is not None:
+        keep = keep & rule
     if bias is not None:
         logits = logits + np.asarray(bias, dtype=np.float64)
     if alibi_slopes is not None:
@@ -125,6 +128,21 @@ class Attention(unittest.TestCase):
             attnforge.attention(q, k, v, mask="causal", softcap=50)
         with self.assertRaisesRegex(ValueError, "softcap"):
             attnforge.attention(q, k, v, mask="causal", softcap=-1)
+
+    def test_a_modifier_takes_its_tensors_by_name(self):
+        q, k, v = self.qkv(2, 4, 2, 19, 19, 32)
+        documents = ((np.arange(19)[None, :] + 2 * np.arange(2)[:, None]) // 5).astype(np.int32)
+        tensors = {"query_document": documents, "key_document": documents}
+        out = attnforge.attention(q, k, v, mask="causal", modifier="document", mod_tensors=tensors)
+        same = documents[:, None, :, None] == documents[:, None, None, :]
+        expected, _ = reference(q, k, v, mask="causal", rule=same)
+        np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
+        with self.assertRaisesRegex(ValueError, "key_document.*not given"):
+            attnforge.attention(q, k, v, mask="causal", modifier="document",
+                                mod_tensors={"query_document": documents})
+        with self.assertRaisesRegex(ValueError, r"expected shape \[B, Lq\]"):
+            attnforge.attention(q, k, v, mask="causal", modifier="document",
+                                mod_tensors={**tensors, "query_document": documents[:, :5]})
 
     def test_alibi_and_weights(self):
         q, k, v = self.qkv(2, 2, 2, 5, 12, 32)

@@ -29,6 +29,12 @@ enum class MaskKind {
 // is_causal); bottom_right at key i + Lk - Lq (decoding with a KV cache).
 enum class MaskAlignment { top_left, bottom_right };
 
+// One of a modifier's tensors, by the name the modifier declares.
+struct ModifierTensorView {
+  std::string name;
+  const TensorView* tensor = nullptr;
+};
+
 struct AttentionOptions {
   MaskKind mask = MaskKind::none;
   MaskAlignment alignment = MaskAlignment::top_left;
@@ -96,6 +102,14 @@ struct AttentionOptions {
 
   // Also write the normalized attention weights, [B, H, Lq, Lk].
   TensorView* weights = nullptr;
+
+  // A modifier: a user's score and mask rule compiled into the package's
+  // kernels (docs/modifiers.md; `attnforge emit --mod name=FILE`). Its
+  // kernels run, and every tensor it declares is given here by name, of the
+  // type and shape it declares with its dimensions outermost first: a
+  // modifier's {queries, batch} tensor is [B, Lq]. CPU only; not with cu_seqlens.
+  std::string modifier;
+  std::vector<ModifierTensorView> modifier_tensors;
 };
 
 // Validates every argument, picks the best emitted kernel and runs it. On any

@@ -25,6 +25,22 @@ enum CpuFeature : uint32_t {
   kAvx512bf16 = 1u << 12,
 };
 
+// One tensor a kernel's modifier reads (docs/modifiers.md), as it declares it.
+struct ModifierTensorEntry {
+  const char* name;
+  int type_code;  // halide_type_code_t: 0 int, 2 float
+  int type_bits;
+  int rank;
+  // Innermost first: a size of the call (kModifierBatch ...), or a fixed size > 0.
+  int extents[4];
+};
+enum ModifierExtentCode : int {
+  kModifierBatch = -1,
+  kModifierHeads = -2,
+  kModifierQueries = -3,
+  kModifierKeys = -4,
+};
+
 struct KernelEntry {
   const char* function;      // entry point name
   const char* spec;          // canonical attention spec
@@ -39,6 +55,14 @@ struct KernelEntry {
   // Bytes every row of Q, K and V must be aligned to: the pointers and the
   // B, H and L strides (1: any). A call that is not aligned gets another kernel.
   int input_alignment;
+  // A spec with a modifier: the tensors it reads, in the kernel's order.
+  const ModifierTensorEntry* modifier_tensors;
+  int modifier_tensor_count;
+  // A modifier with a mask rule: the *_argv entry point of the kernel that
+  // computes its key ranges (kv_len, the modifier's tensors, the table), and
+  // the table's head extent (1, or H where the rule reads the head).
+  int (*key_ranges_argv)(void** args);
+  int key_range_heads;
 };
 
 struct KernelPackage {
