@@ -119,13 +119,15 @@ Result attention(const Array& q, const Array& k, const Array& v, const Array& ou
                  const MaskArguments& m, const Optional& page_table, const Optional& cu_seqlens_q,
                  const Optional& cu_seqlens_k, const Optional& weights, const Optional& k_scale,
                  const Optional& v_scale, const std::string& modifier,
-                 const ModifierArrays& modifier_tensors) {
+                 const ModifierArrays& modifier_tensors,
+                 attnforge::ModifierKeyRangeCache* key_range_cache) {
   MaskViews views;
   TensorView page_view, cu_q_view, cu_k_view, weights_view, k_scale_view, v_scale_view;
   attnforge::AttentionOptions o = options_of(m, views);
   std::vector<TensorView> modifier_views;
   modifier_views.reserve(modifier_tensors.size());  // the options point into it
   o.modifier = modifier;
+  o.key_range_cache = key_range_cache;
   for (const auto& [name, array] : modifier_tensors) {
     modifier_views.push_back(view(array, ("mod_tensors['" + name + "']").c_str()));
     o.modifier_tensors.push_back({name, &modifier_views.back()});
@@ -204,7 +206,12 @@ NB_MODULE(_attnforge, m) {
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
         nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("cu_seqlens_q").none(),
         nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("k_scale").none(),
-        nb::arg("v_scale").none(), nb::arg("modifier"), nb::arg("modifier_tensors"));
+        nb::arg("v_scale").none(), nb::arg("modifier"), nb::arg("modifier_tensors"),
+        nb::arg("key_range_cache").none());
+  nb::class_<attnforge::ModifierKeyRangeCache>(m, "ModifierKeyRangeCache")
+      .def(nb::init<>())
+      .def_prop_ro("computed", &attnforge::ModifierKeyRangeCache::computed)
+      .def_prop_ro("reused", &attnforge::ModifierKeyRangeCache::reused);
   m.def("write_quantized_rows", &write_quantized_rows, nb::arg("rows"), nb::arg("positions"),
         nb::arg("cache"), nb::arg("scales"), nb::arg("page_table").none());
   m.def("mha_layer", &mha_layer, nb::arg("x"), nb::arg("x_kv").none(), nb::arg("parameters"),

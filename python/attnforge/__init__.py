@@ -15,8 +15,11 @@ import math
 
 from . import _attnforge as _native
 
+# Keeps a modifier's key ranges across calls: attention(..., key_range_cache=).
+ModifierKeyRangeCache = _native.ModifierKeyRangeCache
+
 __all__ = ["attention", "mha_layer", "write_quantized_rows", "available_kernels",
-           "set_num_threads", "AttnforgeError",
+           "set_num_threads", "ModifierKeyRangeCache", "AttnforgeError",
            "NoKernelError", "NoDeviceError", "KernelError"]
 
 
@@ -89,7 +92,7 @@ def _fp8_as_bytes(array):
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
               scale=None, softcap=None, weights=False, out=None, k_scale=None, v_scale=None,
-              modifier=None, mod_tensors=None):
+              modifier=None, mod_tensors=None, key_range_cache=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
@@ -112,7 +115,9 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     modifier: the name of a modifier compiled into the package (emit --mod;
     docs/modifiers.md), whose tensors mod_tensors gives as a dict by name,
     each of the type and shape the modifier declares, outermost first (a
-    {queries, batch} tensor is [B, Lq]).
+    {queries, batch} tensor is [B, Lq]); key_range_cache: a
+    ModifierKeyRangeCache() that keeps a mask rule's key ranges across calls
+    with the same shape and tensor values (one per thread).
     Returns out ([B, H, Lq, D], written in place when given), and with
     weights=True also the attention weights [B, H, Lq, Lk].
     """
@@ -127,7 +132,7 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     k, v = _fp8_as_bytes(k), _fp8_as_bytes(v)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
                              weights_out, k_scale, v_scale, modifier or "",
-                             list((mod_tensors or {}).items())))
+                             list((mod_tensors or {}).items()), key_range_cache))
     return (out, weights_out) if weights else out
 
 

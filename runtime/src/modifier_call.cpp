@@ -66,6 +66,32 @@ std::string declared_names(const KernelEntry& kernel) {
   return names.empty() ? "none" : names;
 }
 
+// What kept key ranges were computed for: the modifier, the kernel's spec,
+// the call's sizes, and a hash of each tensor's values.
+std::string cache_key(const AttentionOptions& options, const KernelEntry& kernel, int64_t batch,
+                      int64_t q_len, int64_t kv_len) {
+  std::string key =
+      fmt::format("{} {} {} {} {}", options.modifier, kernel.spec, batch, q_len, kv_len);
+  for (int n = 0; n < kernel.modifier_tensor_count; ++n) {
+    const TensorView& t = *given(options, kernel.modifier_tensors[n].name)->tensor;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the values, in index order
+    const int bytes = element_bytes(t.type);
+    int64_t count = 1;
+    for (int d = 0; d < t.rank; ++d) count *= t.shape[d];
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t offset = 0, rest = flat;
+      for (int d = t.rank - 1; d >= 0; --d) {
+        offset += (rest % t.shape[d]) * t.strides[d];
+        rest /= t.shape[d];
+      }
+      const auto* value = static_cast<const unsigned char*>(t.data) + offset * bytes;
+      for (int b = 0; b < bytes; ++b) hash = (hash ^ value[b]) * 1099511628211ull;
+    }
+    key += fmt::format(" {:x}", hash);
+  }
+  return key;
+}
+
 }  // namespace
 
 Status check_modifier_options(const AttentionOptions& options, Device device) {
@@ -147,22 +173,36 @@ int ModifierArguments::prepare(const AttentionOptions& options, const KernelEntr
     ranges_dims_[d] = {0, static_cast<int32_t>(extents[d]), static_cast<int32_t>(stride), 0};
     stride *= extents[d];
   }
-  ranges_.assign(static_cast<size_t>(stride), 0);
-  ranges_buffer_.host = reinterpret_cast<uint8_t*>(ranges_.data());
+  ModifierKeyRangeCache* cache = options.key_range_cache;
+  std::vector<int32_t>& ranges = cache ? ModifierKeyRangeAccess::ranges(*cache) : ranges_;
+  ranges_buffer_.host = nullptr;
   ranges_buffer_.type = {halide_type_int, 32, 1};
   ranges_buffer_.dimensions = 5;
   ranges_buffer_.dim = ranges_dims_;
+  const std::string key = cache ? cache_key(options, kernel, batch, q_len, kv_len) : std::string();
+  if (cache && ModifierKeyRangeAccess::key(*cache) == key) {
+    ranges_buffer_.host = reinterpret_cast<uint8_t*>(ranges.data());
+    ModifierKeyRangeAccess::count(*cache, true);
+    return 0;
+  }
+  ranges.assign(static_cast<size_t>(stride), 0);
+  ranges_buffer_.host = reinterpret_cast<uint8_t*>(ranges.data());
   int32_t keys = static_cast<int32_t>(kv_len);
   std::vector<void*> argv = {&keys};
   for (size_t n = 0; n < count_; ++n) argv.push_back(tensors_[n].get());
   argv.push_back(&ranges_buffer_);
-  return kernel.key_ranges_argv(argv.data());
+  error = kernel.key_ranges_argv(argv.data());
+  if (cache) {
+    ModifierKeyRangeAccess::key(*cache) = error == 0 ? key : std::string();
+    ModifierKeyRangeAccess::count(*cache, false);
+  }
+  return error;
 }
 
 void ModifierArguments::attach(KernelArguments& args) {
   for (size_t n = 0; n < count_; ++n) args.modifier_tensors[n] = tensors_[n].get();
   args.modifier_tensor_count = count_;
-  if (!ranges_.empty()) args.modifier_key_ranges = &ranges_buffer_;
+  if (ranges_buffer_.host) args.modifier_key_ranges = &ranges_buffer_;
 }
 
 }  // namespace attnforge::runtime

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attnforge/attention.h"
@@ -24,6 +25,13 @@ Status check_modifier_tensors(const AttentionOptions& options, const KernelEntry
 
 // The checked tensors as `kernel` takes them, in its order, and the key
 // ranges of its mask rule for the call; attach() points a call's arguments at them.
+// What a ModifierKeyRangeCache holds, for the runtime.
+struct ModifierKeyRangeAccess {
+  static std::string& key(ModifierKeyRangeCache& c) { return c.key_; }
+  static std::vector<int32_t>& ranges(ModifierKeyRangeCache& c) { return c.ranges_; }
+  static void count(ModifierKeyRangeCache& c, bool reused) { ++(reused ? c.reused_ : c.computed_); }
+};
+
 class ModifierArguments {
  public:
   // Returns a Halide error code (0: fine).
@@ -34,7 +42,7 @@ class ModifierArguments {
  private:
   std::array<HalideTensor, kMaxModifierTensors> tensors_;
   size_t count_ = 0;
-  std::vector<int32_t> ranges_;
+  std::vector<int32_t> ranges_;  // the ranges of a call that keeps none
   halide_buffer_t ranges_buffer_{};
   halide_dimension_t ranges_dims_[5]{};
 };

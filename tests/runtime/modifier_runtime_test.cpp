@@ -70,6 +70,39 @@ TEST(ModifierRuntime, DocumentMaskMatchesTheReferenceOnOddSizes) {
   }
 }
 
+// Kept key ranges serve calls with the same shape and tensor values, and are
+// computed again when a tensor's values or the shape change.
+TEST(ModifierRuntime, KeptKeyRangesFollowTheTensorsAndTheShape) {
+  const AttentionSpec spec = packaged_document_spec();
+  ModifierKeyRangeCache cache;
+  DocumentCall d(spec, {2, 40, 40});
+  d.call.options.key_range_cache = &cache;
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_TRUE(d.call.run().ok());
+    EXPECT_TRUE(d.c.compare().ok) << call;
+  }
+  EXPECT_EQ(cache.computed(), 1);
+  EXPECT_EQ(cache.reused(), 2);
+
+  // Every position its own document: the kept ranges would let rows see
+  // their old documents' keys; they are computed again.
+  DocumentCall singles(spec, {2, 40, 40});
+  for (int32_t& document : singles.query_documents)
+    document = &document - &singles.query_documents[0];
+  for (int32_t& document : singles.key_documents) document = &document - &singles.key_documents[0];
+  singles.c.set_reference_modifier(nullptr, [](int, int, int i, int j) { return i == j; });
+  singles.call.options.key_range_cache = &cache;
+  ASSERT_TRUE(singles.call.run().ok());
+  EXPECT_TRUE(singles.c.compare().ok);
+  EXPECT_EQ(cache.computed(), 2);
+
+  DocumentCall longer(spec, {2, 41, 40});
+  longer.call.options.key_range_cache = &cache;
+  ASSERT_TRUE(longer.call.run().ok());
+  EXPECT_TRUE(longer.c.compare().ok);
+  EXPECT_EQ(cache.computed(), 3);
+}
+
 // `change` makes the call bad; its error names `expected` and out is untouched.
 void expect_refused(const char* what, void (*change)(DocumentCall&), const std::string& expected) {
   DocumentCall d(packaged_document_spec(), {2, 9, 20});

@@ -137,6 +137,12 @@ class Attention(unittest.TestCase):
         same = documents[:, None, :, None] == documents[:, None, None, :]
         expected, _ = reference(q, k, v, mask="causal", rule=same)
         np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
+        cache = attnforge.ModifierKeyRangeCache()
+        for _ in range(2):
+            again = attnforge.attention(q, k, v, mask="causal", modifier="document",
+                                        mod_tensors=tensors, key_range_cache=cache)
+            np.testing.assert_allclose(again, expected, atol=2e-5, rtol=2e-5)
+        self.assertEqual((cache.computed, cache.reused), (1, 1))
         with self.assertRaisesRegex(ValueError, "key_document.*not given"):
             attnforge.attention(q, k, v, mask="causal", modifier="document",
                                 mod_tensors={"query_document": documents})

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,28 @@ enum class MaskAlignment { top_left, bottom_right };
 struct ModifierTensorView {
   std::string name;
   const TensorView* tensor = nullptr;
+};
+
+namespace runtime {
+struct ModifierKeyRangeAccess;
+}
+
+// The key ranges of a modifier's mask rule (docs/modifiers.md), kept across
+// calls (FlexAttention's create_block_mask): a call given one reuses the
+// ranges it holds when the modifier, the shape and its tensors' values are
+// those they were computed for, and computes them again otherwise. One per
+// thread: calls that share one must not run at once.
+class ModifierKeyRangeCache {
+ public:
+  // Calls that computed the ranges, and calls that reused them.
+  int computed() const { return computed_; }
+  int reused() const { return reused_; }
+
+ private:
+  friend struct runtime::ModifierKeyRangeAccess;
+  std::string key_;  // what the ranges were computed for
+  std::vector<int32_t> ranges_;
+  int computed_ = 0, reused_ = 0;
 };
 
 struct AttentionOptions {
@@ -110,6 +133,8 @@ struct AttentionOptions {
   // modifier's {queries, batch} tensor is [B, Lq]. CPU only; not with cu_seqlens.
   std::string modifier;
   std::vector<ModifierTensorView> modifier_tensors;
+  // A mask rule's key ranges kept across calls; null: computed in every call.
+  ModifierKeyRangeCache* key_range_cache = nullptr;
 };
 
 // Validates every argument, picks the best emitted kernel and runs it. On any
