@@ -14,10 +14,14 @@ ATTNFORGE_MODIFIER(t5, m) {
                const attnforge::ModifierTensors& t) {
     Halide::Expr distance = at.key - at.query;
     Halide::Expr size = Halide::abs(distance);  // uint32
-    // floor(log2(size)) for size >= 8: 31 minus its leading zeros.
-    Halide::Expr doublings = 31 - Halide::cast<int>(Halide::count_leading_zeros(size)) - 3;
-    Halide::Expr within =
-        Halide::select(size < 8, Halide::cast<int>(size), 8 + Halide::min(doublings, 7));
+    // min(floor(log2(size)) - 3, 7) for size >= 8: the doublings past 8 it
+    // reaches, counted by comparisons (which every GPU backend has, where
+    // OpenCL C lacks Halide's count_leading_zeros).
+    Halide::Expr doublings = 0;
+    for (int bound = 16; bound <= 1024; bound *= 2) {
+      doublings += Halide::select(size >= bound, 1, 0);
+    }
+    Halide::Expr within = Halide::select(size < 8, Halide::cast<int>(size), 8 + doublings);
     Halide::Expr bucket = within + Halide::select(distance > 0, 16, 0);
     return score + t("bucket_bias")(bucket, at.head);
   };

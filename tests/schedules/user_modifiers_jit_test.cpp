@@ -13,6 +13,7 @@
 #include "autotune/temp_dir.h"
 #include "generators/jit_attention.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/mma_schedule.h"
 #include "tests/support/target_presets.h"
 
 namespace attnforge {
@@ -145,6 +146,61 @@ TEST_P(UserModifierJit, EveryFormMatchesTheReference) {
                                << result.first_failure;
       }
     }
+  }
+}
+
+// Runs `kernel` on odd shapes against the reference, copying the output
+// back from a device. False when the target has no device to run on.
+bool runs_correctly(const JitAttention& kernel, const Example& e, const AttentionSpec& spec,
+                    std::string* no_device) {
+  for (CaseShape shape : {CaseShape{2, 37, 101}, CaseShape{1, 1, 9}, CaseShape{1, 70, 19}}) {
+    AttentionCase c(spec, shape, {.seed = 13});
+    e.prepare(c, shape);
+    try {
+      kernel.run(c.arguments());
+    } catch (const KernelError& error) {
+      *no_device = error.what();
+      return false;
+    }
+    halide_buffer_t* out = c.arguments().out;
+    if (out->device && out->device_interface) {
+      EXPECT_EQ(out->device_interface->copy_to_host(nullptr, out), 0);
+    }
+    const Comparison result = c.compare();
+    EXPECT_TRUE(result.ok) << spec.to_string() << " Lq" << shape.q_len << " Lk" << shape.kv_len
+                           << ": " << result.first_failure;
+  }
+  return true;
+}
+
+// The GPU forms with each modifier: compiled for CUDA; the row forms run
+// against the reference on OpenCL (pocl on the CPU) where it is installed;
+// the tensor-core form runs on the CPU with its mma emulated.
+TEST_P(UserModifierJit, GpuFormsMatchTheReference) {
+  const Example& e = GetParam();
+  const LoadedModifier& modifier = loaded(e.name, e.file);
+  const Halide::Target cuda = Halide::get_host_target()
+                                  .with_feature(Halide::Target::CUDA)
+                                  .with_feature(Halide::Target::CUDACapability80);
+  const Halide::Target opencl = Halide::get_host_target().with_feature(Halide::Target::OpenCL);
+  const AttentionSpec f32 = modifier.applied_to(AttentionSpec::parse("causal.br.gqa4x2.d64.f32"));
+  const AttentionSpec f16 = modifier.applied_to(AttentionSpec::parse("causal.br.gqa4x2.d64.f16"));
+  std::string no_device;
+  for (const char* preset : {"online_cuda", "online_split_cuda", "materialized_cuda"}) {
+    EXPECT_NO_THROW(JitAttention(f32, cuda, {{"schedule", preset}})) << preset;
+  }
+  EXPECT_NO_THROW(JitAttention(f16, cuda, {{"schedule", "online_mma_cuda"}}));
+  for (const char* preset : {"online_rows_cuda", "online_rows_split_cuda"}) {
+    SCOPED_TRACE(preset);
+    EXPECT_NO_THROW(JitAttention(f32, cuda, {{"schedule", preset}}));
+    JitAttention on_opencl(f32, opencl, {{"schedule", preset}});
+    if (runs_correctly(on_opencl, e, f32, &no_device)) continue;
+    EXPECT_EQ(no_device.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << no_device;
+    break;  // no OpenCL device
+  }
+  if (kernels_run_here()) {
+    JitAttention emulated(f16, kernel_target(), {{"schedule", testing::mma_schedule(16, 32, 1)}});
+    EXPECT_TRUE(runs_correctly(emulated, e, f16, &no_device)) << no_device;
   }
 }
 
