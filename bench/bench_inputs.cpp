@@ -1,6 +1,7 @@
 #include "bench_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -63,6 +64,11 @@ BenchInputs::BenchInputs(const AttentionSpec& spec, const Shape& shape, uint32_t
     key_lengths = Halide::Runtime::Buffer<int32_t>(shape.batch);
     key_lengths.fill(shape.kv_len);
     args.key_lengths = key_lengths.raw_buffer();
+  }
+  if (spec.bias == BiasKind::alibi) {  // 2^-1, 2^-2, ... as examples/mods/alibi.cpp samples them
+    alibi_slopes = Halide::Runtime::Buffer<float>(spec.heads);
+    alibi_slopes.for_each_element([&](int h) { alibi_slopes(h) = std::exp2(-1.0f - h); });
+    args.alibi_slopes = alibi_slopes.raw_buffer();
   }
   if (spec.paged()) {
     paged = page_cache(*kernel_k.raw_buffer(), *kernel_v.raw_buffer(), spec.page_size, seed);

@@ -42,6 +42,7 @@ struct BenchInputs {
   // Key padding: every sequence's full length. A paged spec's kernels read
   // kernel_k and kernel_v in pages at shuffled places.
   Halide::Runtime::Buffer<int32_t> key_lengths;
+  Halide::Runtime::Buffer<float> alibi_slopes;  // ALiBi: the slopes of each head
   PagedCache paged;
   KernelArguments args;  // the kernel tensors and the scale, for the JIT kernels
 };
