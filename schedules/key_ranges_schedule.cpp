@@ -11,7 +11,7 @@ void schedule_key_ranges(ModifierKeyRanges& f, const AttentionVars& v, Halide::F
                                       target.to_string() + " is a GPU target");
   }
   // Each level in parallel over chunks of rows; a row's keys a vector of
-  // lanes at a time, its four values from one pass.
+  // lanes at a time, both its values from one pass.
   constexpr int kRowsPerTask = 64;
   Halide::Var rows("rows"), row("row");
   for (Halide::Func level : f.levels) {
