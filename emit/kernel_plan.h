@@ -1,7 +1,9 @@
 // Which kernels a package gets: for every spec and target, a generic kernel
 // (the best-fitting preset, so no spec is ever missing), on CPUs a generic
 // kernel for short queries (decoding: up to 16 query rows, where query tiles
-// would be mostly padding, so the materialized form wins) and, per shape bucket,
+// would be mostly padding, so the materialized form wins), where its tiles hold
+// more than one query's rows a one-row kernel (q1: the same preset with tiles of
+// one query, its KV group's heads), and, per shape bucket,
 // the fastest correct schedule the tuning database holds for that spec on a
 // compatible target; layer specs get kernels of the whole MHA layer the same
 // way. The order is deterministic, so one database always
@@ -23,11 +25,12 @@ namespace attnforge::emit {
 struct PlannedKernel {
   std::string function;  // entry point: attnforge_<tag>_<spec>_<bucket or generic>
   AttentionSpec spec;
-  size_t target = 0;     // index into the emit targets
-  std::string bucket;    // "generic", "generic.q16" (short queries) or e.g. b1.q2048.k2048
-  ShapeBucket shape;     // the bucket's sizes; 0 matches any
-  std::string schedule;  // schedule JSON, a preset name or "naive"
-  std::string origin;    // where the schedule comes from, for the manifest
+  size_t target = 0;  // index into the emit targets
+  std::string
+      bucket;  // "generic", "generic.q16" / "generic.q1" (short queries) or e.g. b1.q2048.k2048
+  ShapeBucket shape;               // the bucket's sizes; 0 matches any
+  std::string schedule;            // schedule JSON, a preset name or "naive"
+  std::string origin;              // where the schedule comes from, for the manifest
   std::optional<LayerSpec> layer;  // a whole MHA layer's kernel; spec is then its attention
 
   // The canonical spec the kernel table names: the layer's when it is one.

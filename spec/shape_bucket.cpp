@@ -20,6 +20,9 @@ int power_of_two_at_or_above(int value, int floor) {
 int length_bucket(int length) {
   return power_of_two_at_or_above(length, 16);
 }
+int query_bucket(int q_len) {
+  return q_len == 1 ? 1 : length_bucket(q_len);
+}
 int batch_bucket(int batch) {
   return power_of_two_at_or_above(batch, 1);
 }
@@ -30,7 +33,7 @@ std::string shape_bucket(int batch, int q_len, int kv_len) {
     throw std::invalid_argument(
         fmt::format("shape bucket: batch {}, Lq {}, Lk {} out of range", batch, q_len, kv_len));
   }
-  return fmt::format("b{}.q{}.k{}", batch_bucket(batch), length_bucket(q_len),
+  return fmt::format("b{}.q{}.k{}", batch_bucket(batch), query_bucket(q_len),
                      length_bucket(kv_len));
 }
 

@@ -43,10 +43,16 @@ std::string listed_specs(const std::vector<Registered>& kernels, const char* non
 
 // Higher is better. A kernel whose bucket sizes (0: any) all match the call's
 // scores 10 plus the number of sizes it pins down: the call's own tuned bucket
-// (13) beats the short-query generic kernel (11), which beats the generic one
-// (10). A tuned kernel of another bucket scores below 1, nearer ones higher;
-// a partly pinned kernel that does not match is never chosen (-1).
+// (13) beats a short-query generic kernel (11), which beats the generic one
+// (10). A short-query generic kernel (only its query rows pinned) serves calls
+// of up to that many rows, the narrowest first: the one-row kernel (q1) before
+// the q16 one. A tuned kernel of another bucket scores below 1, nearer ones
+// higher; a partly pinned kernel that does not match is never chosen (-1).
 double bucket_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
+  if (e.bucket_batch == 0 && e.bucket_kv_len == 0 && e.bucket_q_len != 0) {
+    if (q_len > e.bucket_q_len) return -1.0;
+    return 11.0 - std::log2(double(e.bucket_q_len) / q_len) / 64.0;
+  }
   const int sizes[3] = {e.bucket_batch, e.bucket_q_len, e.bucket_kv_len};
   const int call[3] = {batch, q_len, kv_len};
   int pinned = 0;
@@ -66,7 +72,7 @@ double bucket_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
 // first: higher is better, negative never fits.
 double fit_score(const KernelEntry& e, int batch, int q_len, int kv_len) {
   const double fit =
-      bucket_score(e, batch_bucket(std::max(batch, 1)), length_bucket(std::max(q_len, 1)),
+      bucket_score(e, batch_bucket(std::max(batch, 1)), query_bucket(std::max(q_len, 1)),
                    length_bucket(std::max(kv_len, 1)));
   return fit < 0.0 ? -1.0 : fit * 1000.0 + e.rank;
 }

@@ -10,12 +10,14 @@
 #include "autotune/temp_dir.h"
 #include "emit/emit_target.h"
 #include "emit/kernel_plan.h"
+#include "schedules/schedule.h"
 
 namespace attnforge::emit {
 namespace {
 
 using autotune::Record;
 using autotune::Status;
+using schedules::Schedule;
 
 const char* const kAvx2 = "x86-64-linux-avx-avx2-f16c-fma-sse41";
 
@@ -81,15 +83,15 @@ TEST(KernelPlan, FastestCorrectRecordPerBucketPlusAGenericKernel) {
                record(spec, "../../escape", 0.1, Status::ok),          // not a bucket: ignored
            });
   KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
-  ASSERT_EQ(plan.kernels.size(), 3u);
+  ASSERT_EQ(plan.kernels.size(), 4u);
   EXPECT_EQ(plan.kernels[0].function, "attnforge_avx2_causal_mha2_d32_f32_generic");
   EXPECT_EQ(plan.kernels[0].schedule, "online_avx2");
   EXPECT_EQ(plan.kernels[1].function, "attnforge_avx2_causal_mha2_d32_f32_generic_q16");
   EXPECT_EQ(plan.kernels[1].schedule, "decode_avx2");
   EXPECT_EQ(plan.kernels[1].shape.q_len, 16);
-  EXPECT_EQ(plan.kernels[2].function, "attnforge_avx2_causal_mha2_d32_f32_b1_q64_k64");
-  EXPECT_EQ(plan.kernels[2].shape.kv_len, 64);
-  EXPECT_NE(plan.kernels[2].origin.find("1.000 ms"), std::string::npos) << plan.kernels[2].origin;
+  EXPECT_EQ(plan.kernels[3].function, "attnforge_avx2_causal_mha2_d32_f32_b1_q64_k64");
+  EXPECT_EQ(plan.kernels[3].shape.kv_len, 64);
+  EXPECT_NE(plan.kernels[3].origin.find("1.000 ms"), std::string::npos) << plan.kernels[3].origin;
 }
 
 // A bucket ships the fastest winner, of any CPU target, that fits the emit
@@ -106,13 +108,13 @@ TEST(KernelPlan, ABucketShipsTheFastestFittingWinnerOfACompatibleTarget) {
   const autotune::Database db =
       database_of(dir, {naive, wide, gpu, record(spec, bucket, 1.0, Status::ok, 8, 64)});
   KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
-  ASSERT_EQ(plan.kernels.size(), 3u);
-  EXPECT_EQ(plan.kernels[2].bucket, bucket);
-  EXPECT_NE(plan.kernels[2].schedule.find("\"query_tile\":64"), std::string::npos)
-      << plan.kernels[2].schedule;
+  ASSERT_EQ(plan.kernels.size(), 4u);
+  EXPECT_EQ(plan.kernels[3].bucket, bucket);
+  EXPECT_NE(plan.kernels[3].schedule.find("\"query_tile\":64"), std::string::npos)
+      << plan.kernels[3].schedule;
   plan = plan_kernels(db, parse_emit_targets("avx512"), {});
-  ASSERT_EQ(plan.kernels.size(), 3u);
-  EXPECT_NE(plan.kernels[2].origin.find("0.500 ms"), std::string::npos) << plan.kernels[2].origin;
+  ASSERT_EQ(plan.kernels.size(), 4u);
+  EXPECT_NE(plan.kernels[3].origin.find("0.500 ms"), std::string::npos) << plan.kernels[3].origin;
 }
 
 // A cost model's estimate ships only for a bucket where nothing was
@@ -131,15 +133,15 @@ TEST(KernelPlan, AnEstimateShipsOnlyWhereNothingWasMeasured) {
                         estimate("b1.q128.k128", 0.1, 32),
                         record(spec, "b1.q128.k128", 2.0, Status::ok, 8, 64)});
   KernelPlan plan = plan_kernels(db, parse_emit_targets("avx2"), {});
-  ASSERT_EQ(plan.kernels.size(), 4u);
-  EXPECT_EQ(plan.kernels[2].bucket, "b1.q128.k128");
-  EXPECT_NE(plan.kernels[2].origin.find("tuned: 2.000 ms"), std::string::npos)
-      << plan.kernels[2].origin;
-  EXPECT_EQ(plan.kernels[3].bucket, "b1.q64.k64");
-  EXPECT_NE(plan.kernels[3].origin.find("estimated: 0.500 ms"), std::string::npos)
+  ASSERT_EQ(plan.kernels.size(), 5u);
+  EXPECT_EQ(plan.kernels[3].bucket, "b1.q128.k128");
+  EXPECT_NE(plan.kernels[3].origin.find("tuned: 2.000 ms"), std::string::npos)
       << plan.kernels[3].origin;
-  EXPECT_NE(plan.kernels[3].origin.find("never run"), std::string::npos);
-  EXPECT_NE(plan.kernels[3].schedule.find("\"query_tile\":32"), std::string::npos);
+  EXPECT_EQ(plan.kernels[4].bucket, "b1.q64.k64");
+  EXPECT_NE(plan.kernels[4].origin.find("estimated: 0.500 ms"), std::string::npos)
+      << plan.kernels[4].origin;
+  EXPECT_NE(plan.kernels[4].origin.find("never run"), std::string::npos);
+  EXPECT_NE(plan.kernels[4].schedule.find("\"query_tile\":32"), std::string::npos);
 }
 
 // bf16 on CUDA is the tensor-core form's: its generic kernels need aligned
@@ -148,12 +150,14 @@ TEST(KernelPlan, ExtraSpecsGetGenericKernelsAndBf16TakesTensorCoresOnCuda) {
   autotune::TempDir dir;
   KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,cuda"),
                                  {AttentionSpec::parse("full.mha2.d32.bf16")});
-  ASSERT_EQ(plan.kernels.size(), 4u);  // generic and short-query generic, AVX2 and CUDA
+  // generic and short-query generic, AVX2 and CUDA; AVX2's one-row kernel
+  ASSERT_EQ(plan.kernels.size(), 5u);
   EXPECT_EQ(plan.kernels[0].bucket, "generic");
   EXPECT_EQ(plan.kernels[1].bucket, "generic.q16");
-  EXPECT_EQ(plan.kernels[2].bucket, "generic");
-  EXPECT_EQ(plan.kernels[2].schedule, "online_mma_cuda");
+  EXPECT_EQ(plan.kernels[2].bucket, "generic.q1");
+  EXPECT_EQ(plan.kernels[3].bucket, "generic");
   EXPECT_EQ(plan.kernels[3].schedule, "online_mma_cuda");
+  EXPECT_EQ(plan.kernels[4].schedule, "online_mma_cuda");
   EXPECT_TRUE(plan.skipped.empty());
 }
 
@@ -173,6 +177,35 @@ TEST(KernelPlan, Int8CachesDecodeWithInt16DotProducts) {
                                       "causal.br.gqa8x2.d64.bf16.kvfp8 decode_avx2",
                                       "causal.br.gqa8x2.d64.bf16.kv8 decode_int16_avx512",
                                       "causal.br.gqa8x2.d64.bf16.kvfp8 decode_avx512"}));
+}
+
+// Decoding computes one query row per head: where the short-query preset's
+// tiles hold more rows than that (MHA: 4 queries; a group of 2 heads: 2
+// queries), a q1 kernel ships the preset with tiles of one query's rows. A
+// group of 4 heads fills the tiles already; CUDA keeps its short-query kernel.
+TEST(KernelPlan, OneQueryRowShipsTilesOfOneQuery) {
+  autotune::TempDir dir;
+  KernelPlan plan = plan_kernels(database_of(dir, {}), parse_emit_targets("avx512,cuda"),
+                                 {AttentionSpec::parse("causal.br.mha4.d64.bf16.kv8"),
+                                  AttentionSpec::parse("causal.br.gqa8x4.d64.f32"),
+                                  AttentionSpec::parse("causal.br.gqa8x2.d64.f32")});
+  std::map<std::string, Schedule> one_row;
+  for (const PlannedKernel& k : plan.kernels) {
+    if (k.bucket != "generic.q1") continue;
+    EXPECT_EQ(k.shape.q_len, 1);
+    EXPECT_EQ(k.shape.batch + k.shape.kv_len, 0);
+    EXPECT_NE(k.origin.find("preset decode_"), std::string::npos) << k.origin;
+    one_row.emplace(k.spec.to_string(), Schedule::from_json(nlohmann::json::parse(k.schedule)));
+  }
+  ASSERT_EQ(one_row.size(), 2u);
+  const Schedule& mha = one_row.at("causal.br.mha4.d64.bf16.kv8");
+  EXPECT_EQ(mha.query_tile, 1);
+  EXPECT_EQ(mha.register_rows, 1);
+  EXPECT_EQ(schedules::effective_pv_rows(mha), 1);
+  EXPECT_TRUE(mha.int16_dots);
+  const Schedule& pairs = one_row.at("causal.br.gqa8x4.d64.f32");
+  EXPECT_EQ(pairs.query_tile, 2);
+  EXPECT_TRUE(pairs.group_heads);
 }
 
 // f16 on CUDA: the tensor-core generic kernel, and for rows it cannot take
@@ -203,8 +236,9 @@ TEST(KernelPlan, UntunedWindowsShipAsTheWindowGivenPerCall) {
   std::map<std::string, int> kernels_per_spec;
   for (const PlannedKernel& k : plan.kernels) ++kernels_per_spec[k.spec_text()];
   EXPECT_EQ(kernels_per_spec.size(), 2u);
-  EXPECT_EQ(kernels_per_spec["window.mha2.d32.f32"], 4);  // generic and short-query, two targets
-  EXPECT_EQ(kernels_per_spec[tuned], 5);                  // and the AVX2 tuned kernel
+  // generic and short-query, two targets, and AVX2's one-row kernel
+  EXPECT_EQ(kernels_per_spec["window.mha2.d32.f32"], 5);
+  EXPECT_EQ(kernels_per_spec[tuned], 6);  // and the AVX2 tuned kernel
   ASSERT_EQ(plan.served_by_other.size(), 2u);
   EXPECT_NE(plan.served_by_other[0].find("window4_0.mha2.d32.f32: no tuned kernel; served by "
                                          "window.mha2.d32.f32"),

@@ -87,11 +87,25 @@ TEST(Runtime, DispatchPrefersTheTunedBucketThenTheGenericKernel) {
   RuntimeCall decode(spec, decode_shape);
   ASSERT_TRUE(
       choose_kernel(decode.q, decode.k, decode.v, decode.out, decode.options, &choice).ok());
-  EXPECT_EQ(choice.bucket, "generic.q16");
+  EXPECT_EQ(choice.bucket, "generic.q16");  // a group of 4 heads fills the decoder's tiles
+}
+
+// One query row per head (MHA decoding) takes the kernel whose tiles hold one
+// query; 2 to 16 rows take the short-query kernel.
+TEST(Runtime, OneQueryRowTakesTheOneRowKernel) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.br.alibi.mha2.d32.f32");
+  KernelChoice choice;
+  for (const auto& [q_len, bucket] : {std::pair{1, "generic.q1"}, std::pair{3, "generic.q16"},
+                                      std::pair{16, "generic.q16"}, std::pair{17, "generic"}}) {
+    AttentionCase shape(spec, {2, q_len, 50});
+    RuntimeCall call(spec, shape);
+    ASSERT_TRUE(choose_kernel(call.q, call.k, call.v, call.out, call.options, &choice).ok());
+    EXPECT_EQ(choice.bucket, bucket) << "Lq " << q_len;
+  }
 }
 
 TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
-  int generic = 0, short_queries = 0, tuned = 0, cuda = 0, layers = 0;
+  int generic = 0, short_queries = 0, one_row = 0, tuned = 0, cuda = 0, layers = 0;
   for (const KernelChoice& k : available_kernels()) {
     if (k.spec.rfind("self.", 0) == 0 || k.spec.rfind("cross.", 0) == 0) {
       ++layers;
@@ -101,6 +115,7 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     }
     if (k.bucket == "generic") ++generic;
     if (k.bucket == "generic.q16") ++short_queries;
+    if (k.bucket == "generic.q1") ++one_row;
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
@@ -109,6 +124,9 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
   // kernels on CUDA have an unaligned fallback, a generic kernel too.
   EXPECT_EQ(generic, 14 * 3 - 6 + 2);
   EXPECT_EQ(short_queries, 14 * 3 - 6);
+  // The CPU one-row kernels of the specs whose decoder tiles hold more than
+  // one query's rows: the three MHA specs and the two groups of 2 heads.
+  EXPECT_EQ(one_row, 5 * 2);
   // The two correct x86 records for avx2 and host, and the CUDA one; the
   // wrong one never.
   EXPECT_EQ(tuned, 5);
