@@ -15,6 +15,7 @@
 #include "bench/output_check.h"
 #include "bench/read_bandwidth.h"
 #include "bench/torch_peer.h"
+#include "schedules/one_query_tiles.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "spec/kv_quantization.h"
@@ -227,6 +228,12 @@ void ScheduleBench::build_impls(Case& c) {
         continue;
       }
       add_jit(name, name);
+      // One row per head: the preset as a package's one-row kernel cuts it.
+      if (c.shape.q_len == 1) {
+        if (auto one_query = schedules::one_query_tiles(preset, c.spec, target_)) {
+          add_jit(name + " q1", one_query->to_json().dump());
+        }
+      }
     }
   }
   if (auto tuned = tuned_schedule_for(options_.tuned, c.where.spec, c.shape.batch, c.shape.q_len,

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <numeric>
-#include <optional>
 #include <set>
 
 #include "schedules/cuda_limits.h"
 #include "schedules/layer_schedule.h"
+#include "schedules/one_query_tiles.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
 #include "spec/layer_spec.h"
@@ -60,25 +59,6 @@ const Preference kShortQueryPresets = {
     "online_split_cuda",   "online_cuda",       "online_mma_cuda", "materialized_cuda",
     "decode_int16_avx512", "decode_int16_avx2", "decode_avx512",   "decode_avx2",
     "materialized_avx512", "materialized_avx2"};
-// The CPU short-query preset with its tiles cut to one query's rows (the KV
-// group's heads where its tiles group them): a decoding call has one row per
-// head, so a wider tile computes rows for nothing (MHA decoding: 3 of 4).
-// Nothing where the preset's tiles are that narrow already, or the cut does
-// not fit.
-std::optional<Schedule> one_query_tiles(const std::string& preset, const AttentionSpec& spec,
-                                        const EmitTarget& target) {
-  if (target.cuda || preset == "naive") return std::nullopt;
-  Schedule s = schedules::load_preset(preset);
-  if (s.dot_axis != schedules::DotAxis::head_dim) return std::nullopt;
-  const int rows = s.group_heads ? spec.group_size() : 1;
-  if (s.query_tile <= rows) return std::nullopt;
-  s.pv_rows = std::gcd(schedules::effective_pv_rows(s), rows);
-  s.register_rows = std::gcd(s.register_rows, rows);
-  s.query_tile = rows;
-  if (!fits(s, spec, target.target)) return std::nullopt;
-  return schedules::canonical(s);
-}
-
 // A whole MHA layer (CPUs only).
 const Preference kLayerPresets = {"online_avx512", "online_avx2",         "fused_avx512",
                                   "fused_avx2",    "materialized_avx512", "materialized_avx2"};
@@ -282,7 +262,12 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
                       {0, 16, 0},
                       short_preset,
                       "preset " + short_preset});
-      if (auto one_query = one_query_tiles(short_preset, spec, target)) {
+      // Decoding's one row per head, where the short-query tiles hold more.
+      auto one_query = short_preset == "naive"
+                           ? std::nullopt
+                           : schedules::one_query_tiles(schedules::load_preset(short_preset), spec,
+                                                        target.target);
+      if (one_query) {
         plan.push_back({base + "generic_q1",
                         spec,
                         t,
