@@ -100,6 +100,12 @@ Expr AttentionTerms::biased(const Expr& scaled, const Expr& j, const Expr& i, co
   return value;
 }
 
+Expr AttentionTerms::logit_slope(const Expr& scaled) const {
+  if (!spec_.softcapped()) return Expr(1.0f);
+  const Expr tanh = softcapped(scaled, spec_.softcap) / spec_.softcap;
+  return 1.0f - tanh * tanh;
+}
+
 Expr AttentionTerms::modifier_mask(const Expr& j, const Expr& i, const Expr& h,
                                    const Expr& b) const {
   if (!has_modifier_mask()) return Expr();

@@ -34,6 +34,11 @@ class AttentionTerms {
   Halide::Expr biased(const Halide::Expr& scaled, const Halide::Expr& j, const Halide::Expr& i,
                       const Halide::Expr& h, const Halide::Expr& b) const;
 
+  // The slope of biased() by `scaled`, for gradients: the softcap's
+  // 1 - tanh^2 where the spec softcaps, else 1. (A modifier's score rule has
+  // no slope here: the backward pass takes no modifier.)
+  Halide::Expr logit_slope(const Halide::Expr& scaled) const;
+
   // The biased logit where visible (and the modifier's mask allows),
   // kMaskedLogit elsewhere. Each form decides
   // where the scale is applied, so `scaled` already carries it.

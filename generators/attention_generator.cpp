@@ -26,6 +26,7 @@
 #include "schedules/schedule_check.h"
 #include "schedules/schedule_choice.h"
 #include "schedules/space.h"
+#include "score_inputs.h"
 #include "spec/attention_spec.h"
 #include "spec/kernel_arguments.h"
 
@@ -77,26 +78,16 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       case KernelArgument::v_scale:
         v_scale_ = add_input<Buffer<float>>(name, dims);
         break;
-      case KernelArgument::key_lengths:
-        key_lengths_ = add_input<Buffer<int32_t>>(name, dims);
-        break;
       case KernelArgument::page_table:
         page_table_ = add_input<Buffer<int32_t>>(name, dims);
         break;
+      case KernelArgument::key_lengths:
       case KernelArgument::bias:
-        bias_ = add_input<Buffer<>>(name, storage, dims);
-        break;
       case KernelArgument::alibi_slopes:
-        alibi_slopes_ = add_input<Buffer<float>>(name, dims);
-        break;
       case KernelArgument::scale:
-        scale_ = add_input<float>(name);
-        break;
       case KernelArgument::window_left:
-        window_left_ = add_input<int32_t>(name);
-        break;
       case KernelArgument::window_right:
-        window_right_ = add_input<int32_t>(name);
+        score_inputs_.declare(*this, name, dims, storage);
         break;
       case KernelArgument::out:
         modifier_inputs_.declare(*this, spec_);
@@ -133,12 +124,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       in.v_buffer = Halide::ImageParam(*v_).parameter();
       read_rows(in);
     }
-    in.scale = *scale_;
-    if (window_left_) in.window_left = *window_left_;
-    if (window_right_) in.window_right = *window_right_;
-    if (key_lengths_) in.key_lengths = *key_lengths_;
-    if (bias_) in.bias = storage_as_bits() ? bf16_from_bits(*bias_) : Halide::Func(*bias_);
-    if (alibi_slopes_) in.alibi_slopes = *alibi_slopes_;
+    score_inputs_.add_to(in);
+    if (storage_as_bits() && in.bias.defined()) in.bias = bf16_from_bits(in.bias);
     modifier_inputs_.add_to(in);
 
     const std::string choice = schedule;
@@ -365,9 +352,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       }
     }
     constrain(out_, {d, q_len, spec_.heads, batch});
-    if (key_lengths_) constrain(key_lengths_, {batch});
-    if (bias_) constrain(bias_, {kv_len, q_len, spec_.heads, batch});
-    if (alibi_slopes_) constrain(alibi_slopes_, {spec_.heads});
+    score_inputs_.constrain(spec_, batch, q_len, kv_len);
     if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
   }
 
@@ -395,11 +380,8 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
         scales->set_estimates({{0, rows}, {0, spec_.kv_heads}, {0, extent}});
       }
     }
-    if (key_lengths_) key_lengths_->set_estimates({{0, B}});
-    if (bias_) bias_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
-    if (alibi_slopes_) alibi_slopes_->set_estimates({{0, spec_.heads}});
+    score_inputs_.set_estimates(spec_, B, Lq, Lk);
     if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
-    scale_->set_estimate(default_scale(d));
     modifier_inputs_.set_estimates(spec_, B, Lq, Lk);
     if (key_ranges_) {
       key_ranges_->set_estimates({{0, kKeyRangeValues},
@@ -408,8 +390,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
                                   {0, key_range_heads(spec_)},
                                   {0, B}});
     }
-    if (window_left_) window_left_->set_estimate(Lk / 8);
-    if (window_right_) window_right_->set_estimate(0);
   }
 
   AttentionSpec spec_;
@@ -419,15 +399,10 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<>>* v_ = nullptr;
   GeneratorInput<Buffer<float>>* k_scale_ = nullptr;
   GeneratorInput<Buffer<float>>* v_scale_ = nullptr;
-  GeneratorInput<Buffer<int32_t>>* key_lengths_ = nullptr;
   GeneratorInput<Buffer<int32_t>>* page_table_ = nullptr;
-  GeneratorInput<Buffer<>>* bias_ = nullptr;
+  ScoreInputs score_inputs_;
   ModifierInputs modifier_inputs_;
   GeneratorInput<Buffer<int32_t>>* key_ranges_ = nullptr;
-  GeneratorInput<Buffer<float>>* alibi_slopes_ = nullptr;
-  GeneratorInput<float>* scale_ = nullptr;
-  GeneratorInput<int32_t>* window_left_ = nullptr;
-  GeneratorInput<int32_t>* window_right_ = nullptr;
   GeneratorOutput<Buffer<>>* out_ = nullptr;
   GeneratorOutput<Buffer<>>* weights_ = nullptr;
 };

@@ -56,6 +56,8 @@ Result attention(const Problem& p) {
   Result result;
   result.out.assign(static_cast<size_t>(p.batch) * H * p.q_len * D, 0.0);
   result.weights.assign(static_cast<size_t>(p.batch) * H * p.q_len * p.kv_len, 0.0);
+  result.lse.assign(static_cast<size_t>(p.batch) * H * p.q_len,
+                    std::numeric_limits<double>::infinity());
   std::vector<double> logits(p.kv_len);
   std::vector<bool> counts(p.kv_len);
 
@@ -83,6 +85,7 @@ Result attention(const Problem& p) {
           sum += logits[j];
         }
         if (sum == 0.0) continue;  // no key counts: the row stays zero
+        result.lse[(static_cast<size_t>(b) * H + h) * p.q_len + i] = row_max + std::log(sum);
         double* out = &result.out[((static_cast<size_t>(b) * H + h) * p.q_len + i) * D];
         double* weights =
             &result.weights[((static_cast<size_t>(b) * H + h) * p.q_len + i) * p.kv_len];

@@ -35,6 +35,9 @@ struct Problem {
 struct Result {
   std::vector<double> out;      // [B][H][Lq][D]
   std::vector<double> weights;  // [B][H][Lq][Lk]
+  // [B][H][Lq]: log of the row's sum of exp(logit) over the keys it counts,
+  // +inf for a row that counts none.
+  std::vector<double> lse;
 };
 
 // Keys a query cannot see, and keys whose biased logit is at or below this,

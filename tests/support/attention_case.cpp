@@ -13,12 +13,12 @@
 
 namespace attnforge::testing {
 
-namespace {
-
 HostTensor::Extents memory_order_for(Layout layout) {
   // Logical dims are (d, position, head, batch).
   return layout == Layout::bhld ? HostTensor::Extents{0, 1, 2, 3} : HostTensor::Extents{0, 2, 1, 3};
 }
+
+namespace {
 
 void fill_uniform(HostTensor& tensor, std::mt19937& rng, double magnitude) {
   std::uniform_real_distribution<double> dist(-magnitude, magnitude);

@@ -20,6 +20,8 @@ namespace attnforge::testing {
 
 // (B, H, L, D) contiguous, or (B, L, H, D) as a projection writes it.
 enum class Layout { bhld, blhd };
+// A HostTensor's memory order for (d, position, head, batch) rows in `layout`.
+HostTensor::Extents memory_order_for(Layout layout);
 
 struct CaseShape {
   int batch = 1;

@@ -1,0 +1,62 @@
+#include "backward_form.h"
+
+#include "attention_terms.h"
+#include "softmax_exp.h"
+
+namespace attnforge {
+
+BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& in,
+                             const GradientInputs& g, const AttentionVars& v) {
+  AttentionTerms terms(spec, in);
+  BackwardFuncs f;
+  const int group = spec.group_size();
+  f.over_dim = Halide::RDom(0, spec.head_dim, "over_dim");
+  f.over_keys = Halide::RDom(0, in.kv_len, "over_keys");
+  f.over_queries = Halide::RDom(0, in.q_len, 0, group, "over_queries");
+  const Halide::RVar rd = f.over_dim.x, rk = f.over_keys.x;
+  const Halide::RVar ri = f.over_queries.x, rg = f.over_queries.y;
+  const Halide::Expr kvh = terms.kv_head(v.h);
+
+  // Positions past Lq or Lk read the last row or key, as in the forward forms.
+  const Halide::Expr row = Halide::min(v.i, in.q_len - 1);
+  const Halide::Expr key = Halide::min(v.j, in.kv_len - 1);
+  f.q_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(in.q(v.d, row, v.h, v.b));
+  f.k_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.k(v.d, key, kvh, v.b));
+  f.v_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.v(v.d, key, kvh, v.b));
+  f.d_out_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(g.d_out(v.d, row, v.h, v.b));
+
+  f.scores(v.j, v.i, v.h, v.b) = 0.0f;
+  f.scores(v.j, v.i, v.h, v.b) += f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
+  const Halide::Expr scaled = f.scores(v.j, v.i, v.h, v.b) * in.scale;
+  const Halide::Expr logit = terms.masked_logit(scaled, key, row, v.h, v.b);
+  // logit <= lse; a row that sees no key has lse = +inf, so all its P are 0.
+  // The clamp keeps -inf out of the exponential.
+  f.probs(v.j, v.i, v.h, v.b) =
+      softmax_exp(Halide::max(logit - g.lse(row, v.h, v.b), -100.0f), 0.0f);
+
+  f.d_probs(v.j, v.i, v.h, v.b) = 0.0f;
+  f.d_probs(v.j, v.i, v.h, v.b) += f.d_out_rows(rd, v.i, v.h, v.b) * f.v_rows(rd, v.j, v.h, v.b);
+  f.out_dots(v.i, v.h, v.b) = 0.0f;
+  f.out_dots(v.i, v.h, v.b) +=
+      f.d_out_rows(rd, v.i, v.h, v.b) * AttentionTerms::to_f32(g.out(rd, row, v.h, v.b));
+
+  const Halide::Expr p = f.probs(v.j, v.i, v.h, v.b);
+  f.d_scores(v.j, v.i, v.h, v.b) = p * (f.d_probs(v.j, v.i, v.h, v.b) - f.out_dots(v.i, v.h, v.b)) *
+                                   terms.logit_slope(scaled) * in.scale;
+
+  f.dq_sum(v.d, v.i, v.h, v.b) = 0.0f;
+  f.dq_sum(v.d, v.i, v.h, v.b) += f.d_scores(rk, v.i, v.h, v.b) * f.k_rows(v.d, rk, v.h, v.b);
+  f.dq(v.d, v.i, v.h, v.b) = terms.to_storage(f.dq_sum(v.d, v.i, v.h, v.b));
+
+  // v.h is a KV head here: its query heads are v.h * group + rg.
+  const Halide::Expr head = v.h * group + rg;
+  f.dk_sum(v.d, v.j, v.h, v.b) = 0.0f;
+  f.dk_sum(v.d, v.j, v.h, v.b) += f.d_scores(v.j, ri, head, v.b) * f.q_rows(v.d, ri, head, v.b);
+  f.dv_sum(v.d, v.j, v.h, v.b) = 0.0f;
+  f.dv_sum(v.d, v.j, v.h, v.b) += f.probs(v.j, ri, head, v.b) * f.d_out_rows(v.d, ri, head, v.b);
+  f.dk(v.d, v.j, v.h, v.b) = terms.to_storage(f.dk_sum(v.d, v.j, v.h, v.b));
+  f.dv(v.d, v.j, v.h, v.b) = terms.to_storage(f.dv_sum(v.d, v.j, v.h, v.b));
+  return f;
+}
+
+}  // namespace attnforge

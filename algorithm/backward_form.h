@@ -1,0 +1,46 @@
+// The backward pass of attention, written once as Halide Funcs over the
+// whole Lq x Lk score matrix: the probabilities recomputed from Q, K and the
+// forward's row log-sum-exp, then
+//   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dO * O)),
+//   dQ = dS' K * scale,  dK = dS'^T Q * scale,
+// where dS' is dS times the logit's slope (the softcap's). dK and dV sum over
+// each KV head's query heads (GQA/MQA). Algorithm only, as the forward forms.
+#pragma once
+
+#include <Halide.h>
+
+#include "attention_inputs.h"
+#include "spec/attention_spec.h"
+
+namespace attnforge {
+
+// What the backward pass reads besides the forward's inputs: (d, i, h, b) in
+// storage dtype, and (i, h, b) f32.
+struct GradientInputs {
+  Halide::Func out, d_out, lse;
+};
+
+struct BackwardFuncs {
+  Halide::Func q_rows{"q_rows"};          // (d, i, h, b) q as f32, rows past Lq read the last
+  Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k of head h's kv head as f32, likewise
+  Halide::Func v_rows{"v_rows"};          // (d, j, h, b) v likewise
+  Halide::Func d_out_rows{"d_out_rows"};  // (d, i, h, b) dO as f32
+  Halide::Func scores{"scores"};          // (j, i, h, b) q . k
+  Halide::Func probs{"probs"};            // (j, i, h, b) exp(logit - lse), 0 where masked
+  Halide::Func d_probs{"d_probs"};        // (j, i, h, b) dO . v
+  Halide::Func out_dots{"out_dots"};      // (i, h, b) rowsum(dO * O)
+  Halide::Func d_scores{"d_scores"};      // (j, i, h, b) the loss's slope by q . k
+  Halide::Func dq{"dq"};                  // (d, i, h, b) storage dtype
+  Halide::Func dk{"dk"};                  // (d, j, kv head, b) storage dtype
+  Halide::Func dv{"dv"};                  // (d, j, kv head, b) storage dtype
+  // The f32 sums dq, dk and dv store.
+  Halide::Func dq_sum{"dq_sum"}, dk_sum{"dk_sum"}, dv_sum{"dv_sum"};
+  Halide::RDom over_dim;      // d in scores, d_probs and out_dots
+  Halide::RDom over_keys;     // j in dq
+  Halide::RDom over_queries;  // (i, query head in the KV group) in dk and dv
+};
+
+BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& inputs,
+                             const GradientInputs& gradients, const AttentionVars& v);
+
+}  // namespace attnforge

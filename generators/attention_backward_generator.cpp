@@ -1,0 +1,131 @@
+// The attention backward Generator: dq, dk and dv (algorithm/backward_form.h)
+// for a spec (GeneratorParam `spec`, its canonical string) under a schedule
+// (`schedule`: "naive"). Its arguments are spec/backward_arguments.h's
+// table, in that order. CPU targets only, for now.
+#include <Halide.h>
+
+#include <tuple>
+#include <vector>
+
+#include "algorithm/attention_inputs.h"
+#include "algorithm/attention_terms.h"
+#include "algorithm/backward_form.h"
+#include "schedules/backward_schedule.h"
+#include "schedules/schedule.h"
+#include "score_inputs.h"
+#include "spec/attention_spec.h"
+#include "spec/backward_arguments.h"
+
+namespace attnforge {
+namespace {
+
+using Halide::Buffer;
+using Halide::Expr;
+using Halide::GeneratorInput;
+using Halide::GeneratorOutput;
+
+class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGenerator> {
+ public:
+  Halide::GeneratorParam<std::string> spec{"spec", ""};
+  Halide::GeneratorParam<std::string> schedule{"schedule", "naive"};
+
+  void configure() {
+    spec_ = AttentionSpec::parse(std::string(spec));
+    if (auto misfit = backward_misfit(spec_)) throw *misfit;
+    if (get_target().has_gpu_feature()) {
+      throw SpecError("target", spec_.to_string() + ": the backward pass has CPU kernels only");
+    }
+    if (std::string(schedule) != "naive") {
+      throw schedules::ScheduleError(
+          "schedule", "the backward pass takes the naive schedule; got " + std::string(schedule));
+    }
+    for_each_backward_argument(spec_, [this](const BackwardArgumentSlot& slot) { declare(slot); });
+  }
+
+  void declare(const BackwardArgumentSlot& slot) {
+    const Halide::Type storage = storage_type_of(spec_.dtype);
+    const char* name = slot.name;
+    switch (slot.argument) {
+      case BackwardArgument::q:
+      case BackwardArgument::k:
+      case BackwardArgument::v:
+      case BackwardArgument::out:
+      case BackwardArgument::d_out:
+        tensors_.push_back(add_input<Buffer<>>(name, storage, 4));
+        break;
+      case BackwardArgument::lse:
+        lse_ = add_input<Buffer<float>>(name, 3);
+        break;
+      case BackwardArgument::key_lengths:
+      case BackwardArgument::bias:
+      case BackwardArgument::alibi_slopes:
+      case BackwardArgument::scale:
+      case BackwardArgument::window_left:
+      case BackwardArgument::window_right:
+        score_inputs_.declare(*this, name, slot.dimensions, storage);
+        break;
+      case BackwardArgument::dq:
+      case BackwardArgument::dk:
+      case BackwardArgument::dv:
+        gradients_.push_back(add_output<Buffer<>>(name, storage, 4));
+        break;
+    }
+  }
+
+  void generate() {
+    auto [q, k, v, out, d_out] = inputs();
+    auto [dq, dk, dv] = outputs();
+    const int d = spec_.head_dim;
+    const Expr q_len = q.dim(1).extent(), kv_len = k.dim(1).extent(), batch = q.dim(3).extent();
+    auto constrain = [](auto& buffer, const std::vector<Expr>& extents) {
+      for (int dim = 0; dim < static_cast<int>(extents.size()); ++dim) {
+        buffer.dim(dim).set_min(0);
+        if (extents[dim].defined()) buffer.dim(dim).set_extent(extents[dim]);
+      }
+    };
+    constrain(q, {d, Expr(), spec_.heads, Expr()});
+    constrain(k, {d, Expr(), spec_.kv_heads, batch});
+    constrain(v, {d, kv_len, spec_.kv_heads, batch});
+    for (auto* rows : {&out, &d_out}) constrain(*rows, {d, q_len, spec_.heads, batch});
+    constrain(dq, {d, q_len, spec_.heads, batch});
+    for (auto* rows : {&dk, &dv}) constrain(*rows, {d, kv_len, spec_.kv_heads, batch});
+    constrain(*lse_, {q_len, spec_.heads, batch});
+    score_inputs_.constrain(spec_, batch, q_len, kv_len);
+
+    AttentionInputs in;
+    in.q = q;
+    in.k = k;
+    in.v = v;
+    in.q_len = q_len;
+    in.kv_len = kv_len;
+    score_inputs_.add_to(in);
+    const AttentionVars vars;
+    BackwardFuncs f = build_backward(spec_, in, {out, d_out, *lse_}, vars);
+    dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
+    dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
+    dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
+    schedules::apply_naive_backward(f);
+  }
+
+ private:
+  using Tensor = GeneratorInput<Buffer<>>;
+  using Gradient = GeneratorOutput<Buffer<>>;
+
+  std::tuple<Tensor&, Tensor&, Tensor&, Tensor&, Tensor&> inputs() {
+    return {*tensors_[0], *tensors_[1], *tensors_[2], *tensors_[3], *tensors_[4]};
+  }
+  std::tuple<Gradient&, Gradient&, Gradient&> outputs() {
+    return {*gradients_[0], *gradients_[1], *gradients_[2]};
+  }
+
+  AttentionSpec spec_;
+  std::vector<Tensor*> tensors_;  // q, k, v, out, d_out
+  GeneratorInput<Buffer<float>>* lse_ = nullptr;
+  ScoreInputs score_inputs_;
+  std::vector<Gradient*> gradients_;  // dq, dk, dv
+};
+
+}  // namespace
+}  // namespace attnforge
+
+HALIDE_REGISTER_GENERATOR(attnforge::AttentionBackwardGenerator, attention_backward)

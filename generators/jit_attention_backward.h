@@ -1,0 +1,31 @@
+// Compiles the attention backward Generator in-process (JIT) for one spec and
+// target, and runs it with spec/backward_arguments.h's arguments.
+#pragma once
+
+#include <Halide.h>
+
+#include <string>
+
+#include "jit_compile.h"
+#include "spec/attention_spec.h"
+#include "spec/backward_arguments.h"
+
+namespace attnforge {
+
+class JitAttentionBackward {
+ public:
+  // Throws SpecError for a spec with no backward kernel (backward_misfit).
+  JitAttentionBackward(const AttentionSpec& spec, const Halide::Target& target,
+                       const std::string& schedule = "naive");
+
+  // Writes dq, dk and dv; a Halide error (e.g. a shape mismatch) throws KernelError.
+  void run(BackwardArguments& args) const;
+
+  const AttentionSpec& spec() const { return spec_; }
+
+ private:
+  AttentionSpec spec_;
+  Halide::Callable callable_;
+};
+
+}  // namespace attnforge
