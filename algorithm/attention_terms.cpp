@@ -1,5 +1,7 @@
 #include "attention_terms.h"
 
+#include <limits>
+
 #include "modifier_registry.h"
 #include "softcap.h"
 #include "spec/dtype_traits.h"
@@ -120,6 +122,15 @@ Expr AttentionTerms::masked_logit(const Expr& scaled, const Expr& j, const Expr&
   if (has_modifier_mask()) seen = seen && modifier_mask(j, i, h, b);
   if (Halide::Internal::is_const_one(seen)) return value;
   return Halide::select(seen, value, kMaskedLogit);
+}
+
+Halide::Tuple AttentionTerms::row_output(const Expr& normalized, const Expr& max,
+                                         const Expr& sum) const {
+  const Expr has_keys = row_has_keys(max);
+  const Expr out = to_storage(Halide::select(has_keys, normalized, 0.0f));
+  if (!spec_.return_lse) return Halide::Tuple(out);
+  return {out,
+          Halide::select(has_keys, max + Halide::log(sum), std::numeric_limits<float>::infinity())};
 }
 
 Expr AttentionTerms::row_has_keys(const Expr& row_max) {

@@ -61,6 +61,12 @@ class AttentionTerms {
   Halide::Expr key_range_begin_any_length(const Halide::Expr& first_query) const;
   Halide::Expr key_range_end_any_length(const Halide::Expr& last_query) const;
 
+  // A row's output value: `normalized` (acc / sum) in storage dtype, zeros
+  // where its `max` shows it saw no key; with return_lse, a Tuple of that and
+  // the row's log-sum-exp max + log(sum) in f32, +inf where it saw none.
+  Halide::Tuple row_output(const Halide::Expr& normalized, const Halide::Expr& max,
+                           const Halide::Expr& sum) const;
+
   // True when a row's running maximum shows it saw at least one key.
   static Halide::Expr row_has_keys(const Halide::Expr& row_max);
 

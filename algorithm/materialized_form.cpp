@@ -43,8 +43,8 @@ MaterializedFuncs build_materialized(const AttentionSpec& spec, const AttentionI
 
   Halide::Expr has_keys = AttentionTerms::row_has_keys(f.row_max(v.i, v.h, v.b));
   Halide::Expr inv_sum = 1.0f / f.row_sum(v.i, v.h, v.b);
-  f.output(v.d, v.i, v.h, v.b) =
-      terms.to_storage(Halide::select(has_keys, f.pv(v.d, v.i, v.h, v.b) * inv_sum, 0.0f));
+  f.output(v.d, v.i, v.h, v.b) = terms.row_output(
+      f.pv(v.d, v.i, v.h, v.b) * inv_sum, f.row_max(v.i, v.h, v.b), f.row_sum(v.i, v.h, v.b));
   if (spec.return_weights) {
     f.weights(v.j, v.i, v.h, v.b) = terms.to_storage(
         Halide::select(has_keys, f.exp_logits(v.j, v.i, v.h, v.b) * inv_sum, 0.0f));

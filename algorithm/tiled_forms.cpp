@@ -213,10 +213,10 @@ FusedFuncs build_fused(const AttentionSpec& spec, const AttentionInputs& inputs,
   f.pv(v.d, t.ii, t.it, v.h, v.b) = f.pv_sum(v.d, t.ii, t.it, v.h, v.b);
 
   const OutputRow out(v, shape);
-  Expr row_max = f.row_max(out.ii, out.it, out.head, v.b);
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(Halide::select(
-      AttentionTerms::row_has_keys(row_max),
-      f.pv(v.d, out.ii, out.it, out.head, v.b) / f.row_sum(out.ii, out.it, out.head, v.b), 0.0f));
+  const Expr row_sum = f.row_sum(out.ii, out.it, out.head, v.b);
+  f.output(v.d, v.i, v.h, v.b) =
+      terms.row_output(f.pv(v.d, out.ii, out.it, out.head, v.b) / row_sum,
+                       f.row_max(out.ii, out.it, out.head, v.b), row_sum);
   return f;
 }
 
@@ -267,8 +267,7 @@ void define_online_output(OnlineFuncs& f, const AttentionTerms& terms, const Att
     final_max = f.split_max(at, ii, it, head, v.b);
     final_sum = f.merged(at, ii, it, head, v.b)[1];
   }
-  f.output(v.d, v.i, v.h, v.b) = terms.to_storage(
-      Halide::select(AttentionTerms::row_has_keys(final_max), final_acc / final_sum, 0.0f));
+  f.output(v.d, v.i, v.h, v.b) = terms.row_output(final_acc / final_sum, final_max, final_sum);
 }
 
 // How one key block changes a running state: the larger max, and acc and sum

@@ -98,6 +98,12 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       case KernelArgument::weights:
         weights_ = add_output<Buffer<>>(name, storage, dims);
         break;
+      case KernelArgument::lse:
+        if (get_target().has_gpu_feature()) {
+          throw SpecError("lse", spec_.to_string() + ": CUDA kernels do not return lse yet");
+        }
+        lse_ = add_output<Buffer<float>>(name, dims);
+        break;
     }
   }
 
@@ -145,7 +151,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     if (choice == "naive") {
       MaterializedFuncs funcs = build_materialized(spec_, in, vars_);
       define_outputs(funcs.output, funcs.weights);
-      funcs.output = *out_;
+      if (!lse_) funcs.output = *out_;
       if (weights_) funcs.weights = *weights_;
       set_estimates(spec_.head_dim);
       schedules::apply_naive(funcs, vars_, get_target());
@@ -166,7 +172,13 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
                                   schedules::has_native_bf16_rounding(get_target()));
     vars_ = pipeline.vars;
     define_outputs(pipeline.output, pipeline.weights);
-    pipeline.output = *out_;
+    if (lse_) {
+      // The form's rows and their lse are one Tuple stage; out and lse copy it.
+      pipeline.output.compute_root();
+      schedule_output_copies();
+    } else {
+      pipeline.output = *out_;
+    }
     if (weights_) pipeline.weights = *weights_;
     set_estimates(spec_.head_dim);
     if (emulated) {
@@ -212,10 +224,24 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   // The Generator's Outputs read the form's; the Outputs are then what gets
   // scheduled as the pipeline's root stages.
   void define_outputs(const Halide::Func& output, const Halide::Func& weights) {
-    (*out_)(vars_.d, vars_.i, vars_.h, vars_.b) = output(vars_.d, vars_.i, vars_.h, vars_.b);
+    const AttentionVars& v = vars_;
+    if (lse_) {
+      (*out_)(v.d, v.i, v.h, v.b) = output(v.d, v.i, v.h, v.b)[0];
+      (*lse_)(v.i, v.h, v.b) = output(0, v.i, v.h, v.b)[1];
+    } else {
+      (*out_)(v.d, v.i, v.h, v.b) = output(v.d, v.i, v.h, v.b);
+    }
     if (weights_) {
       (*weights_)(vars_.j, vars_.i, vars_.h, vars_.b) = weights(vars_.j, vars_.i, vars_.h, vars_.b);
     }
+  }
+
+  // With lse, out and lse read the form's Tuple stage: row by row, in vectors.
+  void schedule_output_copies() {
+    const AttentionVars& v = vars_;
+    const int lanes = get_target().natural_vector_size<float>();
+    out_->vectorize(v.d, lanes, Halide::TailStrategy::GuardWithIf).parallel(v.b);
+    lse_->vectorize(v.i, lanes, Halide::TailStrategy::GuardWithIf).parallel(v.b);
   }
 
   // Kernels that load Q, K and V rows as vectors need each row aligned to
@@ -354,6 +380,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     constrain(out_, {d, q_len, spec_.heads, batch});
     score_inputs_.constrain(spec_, batch, q_len, kv_len);
     if (weights_) constrain(weights_, {kv_len, q_len, spec_.heads, batch});
+    if (lse_) constrain(lse_, {q_len, spec_.heads, batch});
   }
 
   // The sizes the autoschedulers plan for, by default one batch of
@@ -382,6 +409,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
     }
     score_inputs_.set_estimates(spec_, B, Lq, Lk);
     if (weights_) weights_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
+    if (lse_) lse_->set_estimates({{0, Lq}, {0, spec_.heads}, {0, B}});
     modifier_inputs_.set_estimates(spec_, B, Lq, Lk);
     if (key_ranges_) {
       key_ranges_->set_estimates({{0, kKeyRangeValues},
@@ -405,6 +433,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   GeneratorInput<Buffer<int32_t>>* key_ranges_ = nullptr;
   GeneratorOutput<Buffer<>>* out_ = nullptr;
   GeneratorOutput<Buffer<>>* weights_ = nullptr;
+  GeneratorOutput<Buffer<float>>* lse_ = nullptr;
 };
 
 }  // namespace

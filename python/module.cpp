@@ -117,12 +117,12 @@ using ModifierArrays = std::vector<std::pair<std::string, Array>>;
 
 Result attention(const Array& q, const Array& k, const Array& v, const Array& out,
                  const MaskArguments& m, const Optional& page_table, const Optional& cu_seqlens_q,
-                 const Optional& cu_seqlens_k, const Optional& weights, const Optional& k_scale,
-                 const Optional& v_scale, const std::string& modifier,
+                 const Optional& cu_seqlens_k, const Optional& weights, const Optional& lse,
+                 const Optional& k_scale, const Optional& v_scale, const std::string& modifier,
                  const ModifierArrays& modifier_tensors,
                  attnforge::ModifierKeyRangeCache* key_range_cache) {
   MaskViews views;
-  TensorView page_view, cu_q_view, cu_k_view, weights_view, k_scale_view, v_scale_view;
+  TensorView page_view, cu_q_view, cu_k_view, weights_view, lse_view, k_scale_view, v_scale_view;
   attnforge::AttentionOptions o = options_of(m, views);
   std::vector<TensorView> modifier_views;
   modifier_views.reserve(modifier_tensors.size());  // the options point into it
@@ -138,6 +138,7 @@ Result attention(const Array& q, const Array& k, const Array& v, const Array& ou
   o.cu_seqlens_q = view(cu_seqlens_q, "cu_seqlens_q", cu_q_view);
   o.cu_seqlens_k = view(cu_seqlens_k, "cu_seqlens_k", cu_k_view);
   o.weights = const_cast<TensorView*>(view(weights, "weights", weights_view));
+  o.lse = const_cast<TensorView*>(view(lse, "lse", lse_view));
   const TensorView tq = view(q, "q"), tk = view(k, "k"), tv = view(v, "v"), tout = view(out, "out");
   Status status;
   {
@@ -205,9 +206,9 @@ NB_MODULE(_attnforge, m) {
           nb::arg("scale").none(), nb::arg("softcap"));
   m.def("attention", &attention, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
         nb::arg("mask_arguments"), nb::arg("page_table").none(), nb::arg("cu_seqlens_q").none(),
-        nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("k_scale").none(),
-        nb::arg("v_scale").none(), nb::arg("modifier"), nb::arg("modifier_tensors"),
-        nb::arg("key_range_cache").none());
+        nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("lse").none(),
+        nb::arg("k_scale").none(), nb::arg("v_scale").none(), nb::arg("modifier"),
+        nb::arg("modifier_tensors"), nb::arg("key_range_cache").none());
   nb::class_<attnforge::ModifierKeyRangeCache>(m, "ModifierKeyRangeCache")
       .def(nb::init<>())
       .def_prop_ro("computed", &attnforge::ModifierKeyRangeCache::computed)

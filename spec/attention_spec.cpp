@@ -13,13 +13,13 @@ namespace attnforge {
 
 const char* const kSpecGrammar =
     "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi']['.softcap<C>']['.mod<name>_<hash>'].heads."
-    "d<D>.dtype['.kv8'|'.kvfp8']['.weights'] where "
+    "d<D>.dtype['.kv8'|'.kvfp8']['.weights']['.lse'] where "
     "mask = full | causal | window<L>_<R> | window (sizes given per call), "
     "softcap<C> = tanh(s / C) * C on the scaled logits, C written with p for a decimal point "
     "(softcap30, softcap2p5), mod<name>_<hash> = a user's score and mask rule and the 8 hex "
     "digits of its source's hash (moddocument_1a2b3c4d), heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
     "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row, "
-    "kvfp8 = as fp8 e4m3 with a scale per KV head "
+    "kvfp8 = as fp8 e4m3 with a scale per KV head, lse = also each row's log-sum-exp "
     "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
 
 namespace {
@@ -326,6 +326,7 @@ std::string AttentionSpec::to_string() const {
   text += fmt::format(".{}.d{}.{}", heads_token(*this), head_dim, attnforge::to_string(dtype));
   if (quantized_kv()) text += fmt::format(".{}", attnforge::to_string(kv_storage));
   if (return_weights) text += ".weights";
+  if (return_lse) text += ".lse";
   return text;
 }
 
@@ -380,6 +381,7 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
     spec.kv_storage = KvStorage::fp8_e4m3;
   }
   spec.return_weights = take_if("weights");
+  spec.return_lse = take_if("lse");
   if (next != tokens.size()) {
     throw SpecError("spec", fmt::format("unexpected token '{}' in '{}'; grammar: {}", tokens[next],
                                         text, kSpecGrammar));
@@ -398,7 +400,8 @@ bool AttentionSpec::operator==(const AttentionSpec& o) const {
          key_padding == o.key_padding && softcap == o.softcap && modifier == o.modifier &&
          modifier_hash == o.modifier_hash && page_size == o.page_size && bias == o.bias &&
          heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim && dtype == o.dtype &&
-         kv_storage == o.kv_storage && return_weights == o.return_weights;
+         kv_storage == o.kv_storage && return_weights == o.return_weights &&
+         return_lse == o.return_lse;
 }
 
 }  // namespace attnforge

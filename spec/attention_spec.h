@@ -73,6 +73,10 @@ struct AttentionSpec {
   KvStorage kv_storage = KvStorage::dtype;
   // Also write the normalized attention weights [B, H, Lq, Lk].
   bool return_weights = false;
+  // Also write each row's log-sum-exp [B, H, Lq] in f32: log of the sum of
+  // exp(logit) over the keys it sees, +inf for a row that sees none. The
+  // backward pass reads it (spec/backward_arguments.h).
+  bool return_lse = false;
 
   // Throws SpecError naming the first invalid field.
   void validate() const;

@@ -75,11 +75,11 @@ void* scalar_address(KernelArguments& args, KernelArgument argument) {
   return &args.scale;
 }
 
-const std::array<KernelArgumentSlot, 14>& kernel_argument_table() {
+const std::array<KernelArgumentSlot, 15>& kernel_argument_table() {
   using A = KernelArgument;
   using E = ArgumentElement;
   using Args = KernelArguments;
-  static const std::array<KernelArgumentSlot, 14> table = {{
+  static const std::array<KernelArgumentSlot, 15> table = {{
       {A::q, "q", E::storage, 4, false, [](const AttentionSpec&) { return true; }, &Args::q},
       {A::k, "k", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::k},
       {A::v, "v", E::cache, 4, false, [](const AttentionSpec&) { return true; }, &Args::v},
@@ -103,6 +103,8 @@ const std::array<KernelArgumentSlot, 14>& kernel_argument_table() {
       {A::out, "out", E::storage, 4, true, [](const AttentionSpec&) { return true; }, &Args::out},
       {A::weights, "weights", E::storage, 4, true,
        [](const AttentionSpec& s) { return s.return_weights; }, &Args::weights},
+      {A::lse, "lse", E::float32, 3, true, [](const AttentionSpec& s) { return s.return_lse; },
+       &Args::lse},
   }};
   return table;
 }

@@ -46,6 +46,7 @@ struct KernelArguments {
   halide_buffer_t* modifier_key_ranges = nullptr;
   halide_buffer_t* out = nullptr;
   halide_buffer_t* weights = nullptr;  // return_weights only: (Lk, Lq, H, B)
+  halide_buffer_t* lse = nullptr;      // return_lse only: f32 (Lq, H, B)
 };
 
 // storage: the spec's dtype; cache: the KV cache's (the dtype, int8 with kv8,
@@ -75,11 +76,11 @@ void for_each_needed(const std::array<Slot, N>& table, const Spec& spec, Visit&&
 }
 
 // clang-format off
-enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, bias, alibi_slopes, scale, window_left, window_right, out, weights };
+enum class KernelArgument { q, k, v, k_scale, v_scale, key_lengths, page_table, bias, alibi_slopes, scale, window_left, window_right, out, weights, lse };
 // clang-format on
 using KernelArgumentSlot = ArgumentSlot<KernelArgument, AttentionSpec, KernelArguments>;
 
-const std::array<KernelArgumentSlot, 14>& kernel_argument_table();
+const std::array<KernelArgumentSlot, 15>& kernel_argument_table();
 
 // Where scalar `argument` lies in `args`.
 void* scalar_address(KernelArguments& args, KernelArgument argument);

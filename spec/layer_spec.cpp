@@ -58,6 +58,9 @@ void LayerSpec::validate() const {
     throw SpecError("dtype", fmt::format("'{}'; the layer computes and stores f32",
                                          attnforge::to_string(attention.dtype)));
   }
+  if (attention.return_lse) {
+    throw SpecError("lse", "a layer returns no log-sum-exp; its attention spec has no '.lse'");
+  }
   if (attention.return_weights != (weights != LayerWeights::none)) {
     throw SpecError("weights", "the attention returns weights exactly when the layer does");
   }

@@ -75,6 +75,17 @@ def _empty_like(reference, shape):
     return numpy.empty(shape, dtype=reference.dtype)
 
 
+def _empty_f32_like(reference, shape):
+    """An uninitialized float32 array of the reference's kind and device."""
+    if hasattr(reference, "new_empty"):  # torch.Tensor
+        import torch
+
+        return reference.new_empty(shape, dtype=torch.float32)
+    import numpy
+
+    return numpy.empty(shape, dtype=numpy.float32)
+
+
 def _extent(array, dim):
     shape = getattr(array, "shape", ())
     return int(shape[dim]) if len(shape) > abs(dim) else 0
@@ -91,8 +102,8 @@ def _fp8_as_bytes(array):
 
 def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
               page_table=None, cu_seqlens_q=None, cu_seqlens_k=None, bias=None, alibi_slopes=None,
-              scale=None, softcap=None, weights=False, out=None, k_scale=None, v_scale=None,
-              modifier=None, mod_tensors=None, key_range_cache=None):
+              scale=None, softcap=None, weights=False, lse=False, out=None, k_scale=None,
+              v_scale=None, modifier=None, mod_tensors=None, key_range_cache=None):
     """softmax(q k^T * scale + bias + mask) v over many heads.
 
     q: [B, H, Lq, D]; k, v: [B, H_kv, Lk, D] (H a multiple of H_kv), or
@@ -119,7 +130,9 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     ModifierKeyRangeCache() that keeps a mask rule's key ranges across calls
     with the same shape and tensor values (one per thread).
     Returns out ([B, H, Lq, D], written in place when given), and with
-    weights=True also the attention weights [B, H, Lq, Lk].
+    weights=True also the attention weights [B, H, Lq, Lk], and with lse=True
+    also each row's log-sum-exp, float32 [B, H, Lq] (+inf for a row that sees
+    no key), in that order.
     """
     if out is None:
         out = _empty_like(q, tuple(q.shape))
@@ -127,13 +140,15 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     if weights:
         kv_len = _extent(k, 2) * (_extent(page_table, 1) if page_table is not None else 1)
         weights_out = _empty_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2), kv_len))
+    lse_out = _empty_f32_like(q, (_extent(q, 0), _extent(q, 1), _extent(q, 2))) if lse else None
     arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale,
                                 softcap)
     k, v = _fp8_as_bytes(k), _fp8_as_bytes(v)
     _check(_native.attention(q, k, v, out, arguments, page_table, cu_seqlens_q, cu_seqlens_k,
-                             weights_out, k_scale, v_scale, modifier or "",
+                             weights_out, lse_out, k_scale, v_scale, modifier or "",
                              list((mod_tensors or {}).items()), key_range_cache))
-    return (out, weights_out) if weights else out
+    results = (out,) + ((weights_out,) if weights else ()) + ((lse_out,) if lse else ())
+    return results if len(results) > 1 else out
 
 
 def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):

@@ -100,7 +100,7 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
   const int64_t heads = q.shape[1];
   const int64_t bias_extents[4] = {call.batch, heads, call.q_len, call.kv_len};
   runtime::HalideTensor tq, tk, tv, tout, tk_scale, tv_scale, tlengths, tpages, tbias, tslopes,
-      tweights;
+      tweights, tlse;
   KernelArguments args;
   int error = tq.wrap(q, nullptr, package) | tk.wrap(k, nullptr, package) |
               tv.wrap(v, nullptr, package) | tout.wrap(out, nullptr, package);
@@ -121,6 +121,7 @@ Status run(const ValidatedCall& call, const KernelEntry* kernel, const TensorVie
   args.bias = wrap_optional(options.bias, tbias, bias_extents);
   args.alibi_slopes = wrap_optional(options.alibi_slopes, tslopes, nullptr);
   args.weights = wrap_optional(options.weights, tweights, nullptr);
+  args.lse = wrap_optional(options.lse, tlse, nullptr);
   runtime::ModifierArguments modifier;
   if (!options.modifier.empty()) {
     if (int failed = modifier.prepare(options, *kernel, call.batch, call.q_len, call.kv_len)) {

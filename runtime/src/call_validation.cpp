@@ -111,7 +111,8 @@ Status check_packed(const AttentionOptions& o, int64_t b, int64_t lq, int64_t lk
   const NamedView per_batch[] = {{o.key_lengths, "key_lengths"},
                                  {o.page_table, "page_table"},
                                  {o.bias, "bias"},
-                                 {o.weights, "weights"}};
+                                 {o.weights, "weights"},
+                                 {o.lse, "lse"}};
   for (const NamedView& n : per_batch) {
     if (n.view) {
       return invalid(
@@ -233,6 +234,12 @@ Status check_options(const AttentionOptions& o, const TensorView& q, int64_t b, 
     ATTNFORGE_CHECK(check_device(*weights, "weights", q.device));
     ATTNFORGE_CHECK(check_shape(*weights, "weights", {b, heads, lq, lk}, "[B, H, Lq, Lk]"));
   }
+  if (const TensorView* lse = o.lse) {
+    ATTNFORGE_CHECK(check_layout(*lse, "lse", 3, "[B, H, Lq]"));
+    ATTNFORGE_CHECK(check_type(*lse, "lse", ElementType::f32));
+    ATTNFORGE_CHECK(check_device(*lse, "lse", q.device));
+    ATTNFORGE_CHECK(check_extents(*lse, "lse", {b, heads, lq}, "[B, H, Lq]"));
+  }
   return Status::success();
 }
 
@@ -251,6 +258,7 @@ void apply_options(const AttentionOptions& options, AttentionSpec& spec) {
                        ? Alignment::bottom_right
                        : Alignment::top_left;
   spec.return_weights = options.weights != nullptr;
+  spec.return_lse = options.lse != nullptr;
 }
 
 Status validate_call(const TensorView& q, const TensorView& k, const TensorView& v,
@@ -323,7 +331,7 @@ Status validate_call(const TensorView& q, const TensorView& k, const TensorView&
                               {o.page_table, "page_table"},
                               {o.bias, "bias"},
                               {o.alibi_slopes, "alibi_slopes"}};
-  ATTNFORGE_CHECK(check_outputs(out, o.weights, inputs));
+  ATTNFORGE_CHECK(check_outputs(out, o.weights, inputs, o.lse));
 
   AttentionSpec& spec = call->spec;
   apply_options(options, spec);

@@ -165,6 +165,7 @@ Status check_attention_options(const LayerOptions& options, const TensorView& x_
         "page_table: the layer computes its own keys and values; it reads no paged "
         "cache");
   }
+  if (o.lse) return invalid("lse: a layer returns no log-sum-exp; call attention() for it");
   if (options.average_weights && !o.weights) {
     return invalid("average_weights: set, but attention.weights is null");
   }

@@ -41,19 +41,24 @@ struct NamedView {
 // `count` of `read` (threads write while others read).
 Status check_written(const TensorView& t, const char* name, const NamedView* read, size_t count);
 
-// A call's outputs: weights (null: none) apart from the inputs, and out apart
-// from the inputs and the weights.
+// A call's outputs: lse (null: none) apart from the inputs, weights (null:
+// none) apart from those and lse, and out apart from all of them.
 template <size_t N>
-Status check_outputs(const TensorView& out, const TensorView* weights,
-                     const NamedView (&inputs)[N]) {
-  NamedView read[N + 1];
+Status check_outputs(const TensorView& out, const TensorView* weights, const NamedView (&inputs)[N],
+                     const TensorView* lse = nullptr) {
+  NamedView read[N + 2];
   for (size_t n = 0; n < N; ++n) read[n] = inputs[n];
-  read[N] = {weights, "weights"};
-  if (weights) {
-    Status status = check_written(*weights, "weights", read, N);
+  read[N] = {lse, "lse"};
+  read[N + 1] = {weights, "weights"};
+  if (lse) {
+    Status status = check_written(*lse, "lse", read, N);
     if (!status.ok()) return status;
   }
-  return check_written(out, "out", read, N + 1);
+  if (weights) {
+    Status status = check_written(*weights, "weights", read, N + 1);
+    if (!status.ok()) return status;
+  }
+  return check_written(out, "out", read, N + 2);
 }
 
 Status check_type(const TensorView& t, const char* name, ElementType expected);

@@ -38,7 +38,9 @@ TEST_P(HeadDimLanes, EveryPlannedKernelIsAPresetThatFitsTheTarget) {
   const Halide::Target target = GetParam();
   const KernelPlan plan = plan_for(target);
   EXPECT_TRUE(plan.skipped.empty()) << plan.skipped.front();
-  ASSERT_EQ(plan.kernels.size(), 2 * std::size(kSpecs));  // generic and short queries
+  // Generic and short queries, and one-row kernels where the decoder's tiles
+  // hold more than a query's rows (d40's groups of 2 heads, d72's MHA).
+  ASSERT_EQ(plan.kernels.size(), 2 * std::size(kSpecs) + 2);
   for (const PlannedKernel& kernel : plan.kernels) {
     SCOPED_TRACE(kernel.function + " " + kernel.schedule);
     ASSERT_NE(kernel.schedule, "naive");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "generators/jit_attention.h"
 #include "generators/jit_attention_backward.h"
 #include "tests/support/backward_case.h"
 #include "tests/support/test_targets.h"
@@ -62,6 +63,27 @@ TEST(BackwardJit, HalfPrecisionStorageMatchesTheReference) {
 
 TEST(BackwardJit, AWindowGivenPerCallMatchesTheReference) {
   expect_backward_matches_reference("window.mha2.d16.f32", kOddShapes);
+}
+
+// Training's path: a forward kernel's out and lse (.lse), then the backward.
+TEST(BackwardJit, TheForwardKernelsOutAndLseFeedTheBackward) {
+  for (const char* text : {"causal.br.kpad.gqa4x2.d32.f32", "full.softcap20.mha2.d16.bf16"}) {
+    const AttentionSpec spec = AttentionSpec::parse(text);
+    AttentionSpec forward_spec = spec;
+    forward_spec.return_lse = true;
+    JitAttention forward(forward_spec, kernel_target(), {{"schedule", "naive"}});
+    JitAttentionBackward backward(spec, kernel_target());
+    if (!kernels_run_here()) continue;
+    for (CaseShape shape : kOddShapes) {
+      BackwardCase c(spec, shape, {.seed = 9});
+      forward.run(c.forward_arguments());
+      c.take_forward_outputs();
+      backward.run(c.arguments());
+      const Comparison result = c.compare();
+      EXPECT_TRUE(result.ok) << text << " B" << shape.batch << " Lq" << shape.q_len << " Lk"
+                             << shape.kv_len << ": " << result.first_failure;
+    }
+  }
 }
 
 TEST(BackwardJit, SpecsWithoutABackwardAreNamed) {

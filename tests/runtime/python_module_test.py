@@ -22,8 +22,9 @@ except ImportError:
 
 
 def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_lengths=None,
-              bias=None, alibi_slopes=None, scale=None, softcap=None, rule=None):
-    """(out, weights) in float64. q [B, H, Lq, D], k and v [B, H_kv, Lk, D]; rule: a
+              bias=None, alibi_slopes=None, scale=None, softcap=None, rule=None, with_lse=False):
+    """(out, weights) in float64, and with_lse each row's log-sum-exp [B, H, Lq] (+inf for
+    a row that sees no key). q [B, H, Lq, D], k and v [B, H_kv, Lk, D]; rule: a
     modifier's mask rule, bool [B, 1 or H, Lq, Lk]."""
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
     batch, heads, q_len, dim = q.shape
@@ -58,7 +59,13 @@ def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_len
     exp = np.where(keep, np.exp(logits - np.where(np.isfinite(peak), peak, 0.0)), 0.0)
     total = exp.sum(axis=-1, keepdims=True)
     weights = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
-    return np.einsum("bhij,bhjd->bhid", weights, v), weights
+    out = np.einsum("bhij,bhjd->bhid", weights, v)
+    if not with_lse:
+        return out, weights
+    seen = total[..., 0] > 0
+    lse = np.where(seen, np.log(np.where(seen, total[..., 0], 1.0)) + np.where(seen, peak[..., 0], 0.0),
+                   np.inf)
+    return out, weights, lse
 
 
 def layer_reference(x, w_qkv, b_qkv, w_o, b_o, heads, **mask):
@@ -161,6 +168,18 @@ class Attention(unittest.TestCase):
         expected, expected_weights = reference(q, k, v, scale=0.3)
         np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
         np.testing.assert_allclose(weights, expected_weights, atol=2e-6)
+
+    def test_lse_is_returned_next_to_out(self):
+        q, k, v = self.qkv(3, 8, 2, 7, 20, 64)
+        lengths = np.array([20, 0, 9], dtype=np.int32)  # batch 1 sees no key
+        args = dict(mask="causal", alignment="bottom_right", key_lengths=lengths)
+        out, lse = attnforge.attention(q, k, v, lse=True, **args)
+        expected, _, expected_lse = reference(q, k, v, **args, with_lse=True)
+        self.assertEqual(lse.dtype, np.float32)
+        self.assertEqual(lse.shape, (3, 8, 7))
+        np.testing.assert_allclose(out, expected, atol=2e-5, rtol=2e-5)
+        self.assertTrue(np.all(np.isposinf(lse[1])))
+        np.testing.assert_allclose(lse, expected_lse, atol=1e-5, rtol=1e-5)
 
     def test_out_is_written_in_place_and_layouts_come_from_strides(self):
         # (B, L, H, D) memory, passed as [B, H, L, D] views.

@@ -51,7 +51,8 @@ std::set<std::string> packaged_attention_specs() {
 
 TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
   const std::set<std::string> specs = packaged_attention_specs();
-  EXPECT_EQ(specs.size(), 13u);
+  EXPECT_EQ(specs.size(), 14u);
+  EXPECT_EQ(specs.count("causal.br.kpad.gqa8x2.d64.f32.lse"), 1u);  // out and lse
   // A head dim of five 8-lane vectors: on an AVX-512 host its kernels are 8 lanes wide.
   EXPECT_EQ(specs.count("causal.br.kpad.gqa4x2.d40.f32"), 1u);
   for (const std::string& spec : specs) {
@@ -104,6 +105,28 @@ TEST(Runtime, OneQueryRowTakesTheOneRowKernel) {
   }
 }
 
+// lse is checked like every tensor: its shape, type and place are named, and
+// on any error neither it nor out is written.
+TEST(Runtime, BadLseIsNamedAndNothingIsWritten) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.br.kpad.gqa8x2.d64.f32.lse");
+  AttentionCase c(spec, {2, 5, 9});
+  RuntimeCall call(spec, c);
+  std::vector<float> short_lse(2 * 8 * 4, 7.0f), wrong_type(2 * 8 * 5, 7.0f);
+  TensorView too_short = TensorView::contiguous(short_lse.data(), ElementType::f32, {2, 8, 4});
+  TensorView as_f16 = TensorView::contiguous(wrong_type.data(), ElementType::f16, {2, 8, 5});
+  const std::vector<double> out_before = c.output();
+  for (auto [lse, message] :
+       {std::pair{&too_short, "lse: expected shape [B, H, Lq] = [2, 8, 5], got [2, 8, 4]"},
+        std::pair{&as_f16, "lse: expected element type f32, got f16"}}) {
+    call.options.lse = lse;
+    const Status status = call.run();
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.message.find(message), std::string::npos) << status.message;
+  }
+  EXPECT_EQ(c.output(), out_before);
+  for (float value : short_lse) EXPECT_EQ(value, 7.0f);
+}
+
 TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
   int generic = 0, short_queries = 0, one_row = 0, tuned = 0, cuda = 0, layers = 0;
   for (const KernelChoice& k : available_kernels()) {
@@ -119,11 +142,11 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  // Every spec for avx2, host and CUDA, but the paged and 8-bit caches and
-  // the modifier (6 specs) on CUDA; the two f16 specs' tensor-core generic
-  // kernels on CUDA have an unaligned fallback, a generic kernel too.
-  EXPECT_EQ(generic, 14 * 3 - 6 + 2);
-  EXPECT_EQ(short_queries, 14 * 3 - 6);
+  // Every spec for avx2, host and CUDA, but the paged and 8-bit caches, the
+  // modifier and lse (7 specs) on CUDA; the two f16 specs' tensor-core
+  // generic kernels on CUDA have an unaligned fallback, a generic kernel too.
+  EXPECT_EQ(generic, 15 * 3 - 7 + 2);
+  EXPECT_EQ(short_queries, 15 * 3 - 7);
   // The CPU one-row kernels of the specs whose decoder tiles hold more than
   // one query's rows: the three MHA specs and the two groups of 2 heads.
   EXPECT_EQ(one_row, 5 * 2);

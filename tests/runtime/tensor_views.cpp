@@ -55,6 +55,10 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
     call.weights = view_of(*args.weights);
     o.weights = &call.weights;
   }
+  if (args.lse) {
+    call.lse = view_of(*args.lse);
+    o.lse = &call.lse;
+  }
 }
 
 CudaCausalCall::CudaCausalCall()

@@ -24,7 +24,7 @@ struct RuntimeCall {
   RuntimeCall& operator=(const RuntimeCall&) = delete;
 
   TensorView q, k, v, out;
-  TensorView key_lengths, page_table, bias, alibi_slopes, weights, k_scale, v_scale;
+  TensorView key_lengths, page_table, bias, alibi_slopes, weights, lse, k_scale, v_scale;
   AttentionOptions options;
 
   Status run() { return attention(q, k, v, out, options); }

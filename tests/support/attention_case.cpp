@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -297,6 +298,12 @@ AttentionCase::AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOpt
         std::make_unique<HostTensor>(halide_type_of(spec.dtype), HostTensor::Extents{Lk, Lq, H, B});
     args_.weights = weights_->raw();
   }
+  if (spec.return_lse) {
+    lse_ = std::make_unique<HostTensor>(halide_type_t(halide_type_float, 32),
+                                        HostTensor::Extents{Lq, H, B, 1});
+    args_.lse = lse_->raw();
+    args_.lse->dimensions = 3;
+  }
 }
 
 void AttentionCase::set_bias(int b, int h, int i, int j, double value) {
@@ -373,7 +380,33 @@ Comparison AttentionCase::compare(Tolerance tolerance) const {
     if (result.ok && !w.ok) result.first_failure = w.first_failure;
     result.ok = result.ok && w.ok;
   }
+  if (lse_) {
+    const Comparison l = compare_lse(lse_->values(), expected.lse, tolerance);
+    result.max_error = std::max(result.max_error, l.max_error);
+    if (result.ok && !l.ok) result.first_failure = l.first_failure;
+    result.ok = result.ok && l.ok;
+  }
   return result;
+}
+
+Comparison compare_lse(const std::vector<double>& actual, const std::vector<double>& expected,
+                       Tolerance tolerance) {
+  // Rows that see no key are +inf exactly; the others compare as values.
+  std::vector<double> finite_actual = actual, finite_expected = expected;
+  std::string wrong_infinity;
+  for (size_t n = 0; n < expected.size() && n < actual.size(); ++n) {
+    if (!std::isinf(expected[n]) && !std::isinf(actual[n])) continue;
+    if (actual[n] != expected[n] && wrong_infinity.empty()) {
+      wrong_infinity = fmt::format("lse[{}] = {}, expected {}", n, actual[n], expected[n]);
+    }
+    finite_actual[n] = finite_expected[n] = 0.0;
+  }
+  Comparison c = compare_values(finite_actual, finite_expected, tolerance, "lse");
+  if (!wrong_infinity.empty()) {
+    c.ok = false;
+    c.first_failure = wrong_infinity;
+  }
+  return c;
 }
 
 }  // namespace attnforge::testing

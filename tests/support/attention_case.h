@@ -54,6 +54,10 @@ struct Comparison {
 Comparison compare_values(const std::vector<double>& actual, const std::vector<double>& expected,
                           Tolerance tolerance, const char* what);
 
+// Each row's lse against the reference's: +inf exactly where it is +inf.
+Comparison compare_lse(const std::vector<double>& actual, const std::vector<double>& expected,
+                       Tolerance tolerance);
+
 class AttentionCase {
  public:
   AttentionCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options = {});
@@ -61,7 +65,7 @@ class AttentionCase {
   KernelArguments& arguments() { return args_; }
   const reference::Problem& problem() const { return problem_; }
 
-  // Compares out (and weights when the spec returns them) with the reference.
+  // Compares out (and weights and lse when the spec returns them) with the reference.
   Comparison compare() const;
   Comparison compare(Tolerance tolerance) const;
 
@@ -102,7 +106,7 @@ class AttentionCase {
   CaseShape shape_;
   CaseOptions options_;
   reference::Problem problem_;
-  std::unique_ptr<HostTensor> q_, k_, v_, key_lengths_, bias_, slopes_, out_, weights_;
+  std::unique_ptr<HostTensor> q_, k_, v_, key_lengths_, bias_, slopes_, out_, weights_, lse_;
   std::unique_ptr<HostTensor> k_pages_, v_pages_, page_table_;  // paged specs only
   std::unique_ptr<HostTensor> k_scale_, v_scale_;               // 8-bit caches only
   std::unique_ptr<HostTensor> k_scale_pages_, v_scale_pages_;   // paged 8-bit caches only

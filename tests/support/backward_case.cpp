@@ -12,8 +12,17 @@ Tolerance backward_tolerance_for(DType dtype) {
   return {2 * forward.atol, 2 * forward.rtol};
 }
 
+namespace {
+
+AttentionSpec with_lse(AttentionSpec spec) {
+  spec.return_lse = true;
+  return spec;
+}
+
+}  // namespace
+
 BackwardCase::BackwardCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options)
-    : forward_(spec, shape, options) {
+    : forward_(with_lse(spec), shape, options) {
   const int D = spec.head_dim, H = spec.heads;
   const HostTensor::Extents rows{D, shape.q_len, H, shape.batch};
   const HostTensor::Extents keys{D, shape.kv_len, spec.kv_heads, shape.batch};
@@ -62,6 +71,11 @@ BackwardCase::BackwardCase(const AttentionSpec& spec, CaseShape shape, CaseOptio
   args_.dq = dq_->raw();
   args_.dk = dk_->raw();
   args_.dv = dv_->raw();
+}
+
+void BackwardCase::take_forward_outputs() {
+  args_.out = forward_.arguments().out;
+  args_.lse = forward_.arguments().lse;
 }
 
 Comparison BackwardCase::compare() const {

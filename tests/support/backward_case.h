@@ -21,6 +21,12 @@ class BackwardCase {
 
   BackwardArguments& arguments() { return args_; }
 
+  // The forward's arguments (its spec with .lse): run a forward kernel on
+  // them, then take_forward_outputs() to give the backward the kernel's out
+  // and lse instead of the reference's.
+  KernelArguments& forward_arguments() { return forward_.arguments(); }
+  void take_forward_outputs();
+
   // dq, dk and dv against the reference, each within `tolerance` scaled by
   // the largest gradient of its kind (sums over many rows grow with them).
   Comparison compare() const;

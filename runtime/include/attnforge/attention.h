@@ -126,6 +126,11 @@ struct AttentionOptions {
   // Also write the normalized attention weights, [B, H, Lq, Lk].
   TensorView* weights = nullptr;
 
+  // Also write each row's log-sum-exp, f32 [B, H, Lq]: the log of the sum of
+  // exp(logit) over the keys the row sees, +inf for a row that sees none. The
+  // backward pass reads it. CPU only; not with cu_seqlens.
+  TensorView* lse = nullptr;
+
   // A modifier: a user's score and mask rule compiled into the package's
   // kernels (docs/modifiers.md; `attnforge emit --mod name=FILE`). Its
   // kernels run, and every tensor it declares is given here by name, of the
