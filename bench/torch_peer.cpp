@@ -192,6 +192,39 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
       args, results);
 }
 
+TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSpec& spec,
+                                    const Shape& shape, int threads,
+                                    const TorchBackwardInputs& inputs, double min_seconds) {
+  TorchResult result;
+  const bool causal = spec.mask == PositionMask::causal && spec.alignment == Alignment::top_left;
+  if (spec.dtype != DType::f32 || (spec.mask != PositionMask::none && !causal) ||
+      spec.key_padding || spec.bias != BiasKind::none || spec.softcapped()) {
+    result.error = "the torch backward peer runs f32 with no mask or a top-left causal one";
+    return result;
+  }
+  const size_t q_count = size_t(shape.batch) * spec.heads * shape.q_len * spec.head_dim;
+  const size_t kv_count = size_t(shape.batch) * spec.kv_heads * shape.kv_len * spec.head_dim;
+  std::vector<std::string> args = {"--shape",
+                                   fmt::format("{}x{}x{}x{}x{}", shape.batch, spec.heads,
+                                               shape.q_len, shape.kv_len, spec.head_dim),
+                                   "--kv-heads",
+                                   std::to_string(spec.kv_heads),
+                                   "--scale",
+                                   fmt::format("{}", inputs.scale),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--min-time",
+                                   fmt::format("{}", min_seconds)};
+  if (causal) args.push_back("--causal");
+  return run_script(python, ATTNFORGE_TORCH_BACKWARD_SCRIPT,
+                    {{"q.bin", inputs.q, q_count},
+                     {"k.bin", inputs.k, kv_count},
+                     {"v.bin", inputs.v, kv_count},
+                     {"d_out.bin", inputs.d_out, q_count}},
+                    args)
+      .front();
+}
+
 TorchResult run_torch_mha(const std::string& python, const LayerSpec& spec, int batch, int len,
                           int threads, const LayerInputs& inputs, double min_seconds) {
   TorchResult result;

@@ -51,6 +51,18 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
                                              const std::vector<std::string>& backends,
                                              double min_seconds);
 
+// The backward pass of PyTorch's SDPA on the CPU (bench/torch_sdpa_backward.py):
+// the gradients by q, k and v of d_out, timed with the forward kept. Its
+// output is dq, dk and dv one after another. Runs f32 with no mask or a
+// top-left causal one.
+struct TorchBackwardInputs {
+  const float *q, *k, *v, *d_out;  // (B, H or H_kv, L, D) dense
+  float scale;
+};
+TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSpec& spec,
+                                    const Shape& shape, int threads,
+                                    const TorchBackwardInputs& inputs, double min_seconds);
+
 // torch.nn.MultiheadAttention in eval mode (bench/torch_mha.py) on the
 // inputs' self-attention layer; timed unless min_seconds is negative. Runs MHA with no mask or a
 // causal one only.

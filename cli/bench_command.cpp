@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "autotune/modifier_file.h"
+#include "bench/backward_bench.h"
 #include "bench/bench_rows.h"
 #include "bench/schedule_bench.h"
 #include "bench/torch_peer.h"
@@ -21,8 +22,24 @@ struct BenchArgs {
   std::vector<int> threads = {2};
   std::vector<int> window = {256, 0};
   double min_time = 0.5;
-  bool no_autoschedulers = false, no_presets = false, warm_caches = false;
+  bool no_autoschedulers = false, no_presets = false, warm_caches = false, backward = false;
 };
+
+// --backward: the backward pass's rows (bench/backward_bench.h).
+int run_backward(const BenchArgs& args, const std::string& torch_python) {
+  bench::BackwardBenchOptions options;
+  for (const std::string& text : args.shapes) options.shapes.push_back(bench::parse_shape(text));
+  options.specs = args.specs;
+  options.threads = args.threads.back();
+  options.timing.min_seconds = args.min_time;
+  options.autoschedulers = !args.no_autoschedulers;
+  options.torch_python = torch_python;
+  const std::vector<bench::BenchRow> rows = bench::run_backward_bench(options);
+  bench::print_rows(rows);
+  if (!args.json.empty()) bench::write_rows_json(args.json, rows);
+  fmt::print("\nCommand: {}\n", args.command);
+  return 0;
+}
 
 int run_bench(const BenchArgs& args) {
   bench::BenchOptions options;
@@ -53,6 +70,7 @@ int run_bench(const BenchArgs& args) {
       throw std::invalid_argument("--torch: " + args.torch + " cannot import torch");
     options.torch_python = args.torch;
   }
+  if (args.backward) return run_backward(args, options.torch_python);
   bench::ScheduleBench bench(options);
   bench.measure_peaks();
   for (const std::string& text : args.shapes) bench.add_shape(bench::parse_shape(text));
@@ -80,6 +98,9 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
                   "A Python with PyTorch, 'auto' (the project's .venv) or 'none'");
   cmd->add_flag("--no-autoschedulers", args->no_autoschedulers, "Skip Halide's autoschedulers");
   cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
+  cmd->add_flag("--backward", args->backward,
+                "Time the backward pass (dQ, dK, dV): naive, Halide's autoschedulers and "
+                "PyTorch's SDPA backward");
   cmd->add_flag("--warm-caches", args->warm_caches,
                 "Time rows with a % bw back to back, without evicting the caches between runs");
   cmd->add_option("--window", args->window,

@@ -1,7 +1,8 @@
 // The attention backward Generator: dq, dk and dv (algorithm/backward_form.h)
 // for a spec (GeneratorParam `spec`, its canonical string) under a schedule
-// (`schedule`: "naive"). Its arguments are spec/backward_arguments.h's
-// table, in that order. CPU targets only, for now.
+// (`schedule`: "naive", or "auto" for an autoscheduler given in the
+// GeneratorContext, planning for the estimate_* shape). Its arguments are
+// spec/backward_arguments.h's table, in that order. CPU targets only, for now.
 #include <Halide.h>
 
 #include <tuple>
@@ -28,6 +29,9 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
  public:
   Halide::GeneratorParam<std::string> spec{"spec", ""};
   Halide::GeneratorParam<std::string> schedule{"schedule", "naive"};
+  Halide::GeneratorParam<int> estimate_batch{"estimate_batch", 1};
+  Halide::GeneratorParam<int> estimate_q_len{"estimate_q_len", 2048};
+  Halide::GeneratorParam<int> estimate_kv_len{"estimate_kv_len", 2048};
 
   void configure() {
     spec_ = AttentionSpec::parse(std::string(spec));
@@ -35,9 +39,13 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     if (get_target().has_gpu_feature()) {
       throw SpecError("target", spec_.to_string() + ": the backward pass has CPU kernels only");
     }
-    if (std::string(schedule) != "naive") {
+    const std::string choice = schedule;
+    if (choice != "naive" && choice != "auto") {
       throw schedules::ScheduleError(
-          "schedule", "the backward pass takes the naive schedule; got " + std::string(schedule));
+          "schedule",
+          "the backward pass takes the naive schedule or an autoscheduler's "
+          "(auto); got " +
+              choice);
     }
     for_each_backward_argument(spec_, [this](const BackwardArgumentSlot& slot) { declare(slot); });
   }
@@ -104,7 +112,8 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
     dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
-    schedules::apply_naive_backward(f);
+    set_estimates(q, k, v, out, d_out, dq, dk, dv);
+    if (std::string(schedule) == "naive") schedules::apply_naive_backward(f);
   }
 
  private:
@@ -116,6 +125,22 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
   }
   std::tuple<Gradient&, Gradient&, Gradient&> outputs() {
     return {*gradients_[0], *gradients_[1], *gradients_[2]};
+  }
+
+  // The shape an autoscheduler plans for.
+  void set_estimates(Tensor& q, Tensor& k, Tensor& v, Tensor& out, Tensor& d_out, Gradient& dq,
+                     Gradient& dk, Gradient& dv) {
+    const int B = estimate_batch, Lq = estimate_q_len, Lk = estimate_kv_len;
+    const int d = spec_.head_dim;
+    const Halide::Region rows = {{0, d}, {0, Lq}, {0, spec_.heads}, {0, B}};
+    const Halide::Region keys = {{0, d}, {0, Lk}, {0, spec_.kv_heads}, {0, B}};
+    for (Tensor* t : {&q, &out, &d_out}) t->set_estimates(rows);
+    for (Tensor* t : {&k, &v}) t->set_estimates(keys);
+    dq.set_estimates(rows);
+    dk.set_estimates(keys);
+    dv.set_estimates(keys);
+    lse_->set_estimates({{0, Lq}, {0, spec_.heads}, {0, B}});
+    score_inputs_.set_estimates(spec_, B, Lq, Lk);
   }
 
   AttentionSpec spec_;

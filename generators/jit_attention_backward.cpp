@@ -12,10 +12,11 @@ const AttentionSpec& with_backward(const AttentionSpec& spec) {
 }  // namespace
 
 JitAttentionBackward::JitAttentionBackward(const AttentionSpec& spec, const Halide::Target& target,
-                                           const std::string& schedule)
+                                           const std::map<std::string, std::string>& extra_params,
+                                           const Halide::AutoschedulerParams& autoscheduler)
     : spec_(with_backward(spec)),
-      callable_(compile_generator("attention_backward", spec.to_string(), target,
-                                  {{"schedule", schedule}})) {}
+      callable_(compile_generator("attention_backward", spec.to_string(), target, extra_params,
+                                  autoscheduler)) {}
 
 void JitAttentionBackward::run(BackwardArguments& args) const {
   KernelArgv argv = backward_argv(spec_, args);

@@ -4,6 +4,7 @@
 
 #include <Halide.h>
 
+#include <map>
 #include <string>
 
 #include "jit_compile.h"
@@ -15,8 +16,11 @@ namespace attnforge {
 class JitAttentionBackward {
  public:
   // Throws SpecError for a spec with no backward kernel (backward_misfit).
+  // extra_params: further GeneratorParams by name (schedule, estimate_*);
+  // with an autoscheduler (its plugin loaded), pass schedule=auto.
   JitAttentionBackward(const AttentionSpec& spec, const Halide::Target& target,
-                       const std::string& schedule = "naive");
+                       const std::map<std::string, std::string>& extra_params = {},
+                       const Halide::AutoschedulerParams& autoscheduler = {});
 
   // Writes dq, dk and dv; a Halide error (e.g. a shape mismatch) throws KernelError.
   void run(BackwardArguments& args) const;

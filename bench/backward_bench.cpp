@@ -1,0 +1,198 @@
+#include "bench/backward_bench.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "autotune/builder.h"
+#include "autotune/checker.h"
+#include "bench/fma_peak.h"
+#include "bench/torch_peer.h"
+#include "generators/jit_attention.h"
+#include "generators/jit_attention_backward.h"
+#include "schedules/presets.h"
+#include "schedules/schedule_check.h"
+
+namespace attnforge::bench {
+
+namespace {
+
+using Tensor = Halide::Runtime::Buffer<float>;
+
+// One backward problem: random q, k, v and d_out, the forward's out and lse,
+// and gradients for each implementation to write.
+struct BackwardInputs {
+  BackwardInputs(const AttentionSpec& spec, const Shape& shape)
+      : q(spec.head_dim, shape.q_len, spec.heads, shape.batch),
+        k(spec.head_dim, shape.kv_len, spec.kv_heads, shape.batch),
+        v(spec.head_dim, shape.kv_len, spec.kv_heads, shape.batch),
+        d_out(spec.head_dim, shape.q_len, spec.heads, shape.batch),
+        out(spec.head_dim, shape.q_len, spec.heads, shape.batch),
+        lse(shape.q_len, spec.heads, shape.batch) {
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (Tensor* t : {&q, &k, &v, &d_out}) t->for_each_value([&](float& x) { x = uniform(rng); });
+    scale = default_scale(spec.head_dim);
+  }
+
+  // The arguments of a call writing into `g` (dq, dk, dv).
+  BackwardArguments arguments(std::vector<Tensor>& g) {
+    BackwardArguments a;
+    a.q = q.raw_buffer();
+    a.k = k.raw_buffer();
+    a.v = v.raw_buffer();
+    a.out = out.raw_buffer();
+    a.d_out = d_out.raw_buffer();
+    a.lse = lse.raw_buffer();
+    a.scale = scale;
+    a.dq = g[0].raw_buffer();
+    a.dk = g[1].raw_buffer();
+    a.dv = g[2].raw_buffer();
+    return a;
+  }
+  std::vector<Tensor> gradients() const {
+    return {Tensor(q.width(), q.height(), q.channels(), q.dim(3).extent()),
+            Tensor(k.width(), k.height(), k.channels(), k.dim(3).extent()),
+            Tensor(v.width(), v.height(), v.channels(), v.dim(3).extent())};
+  }
+
+  Tensor q, k, v, d_out, out, lse;
+  float scale = 1.0f;
+};
+
+// dq, dk and dv one after another, as the torch peer returns them.
+std::vector<float> joined(const std::vector<Tensor>& g) {
+  std::vector<float> all;
+  for (const Tensor& t : g) all.insert(all.end(), t.begin(), t.end());
+  return all;
+}
+
+// The forward's out and lse, from the online preset of the host's lanes.
+void run_forward(const AttentionSpec& spec, BackwardInputs& in) {
+  AttentionSpec with_lse = spec;
+  with_lse.return_lse = true;
+  const Halide::Target host = Halide::get_host_target();
+  std::string preset = "naive";
+  for (const char* name : {"online_avx512", "online_avx2"}) {
+    if (!schedules::check(schedules::load_preset(name), with_lse, host)) {
+      preset = name;
+      break;
+    }
+  }
+  JitAttention forward(with_lse, host, {{"schedule", preset}});
+  KernelArguments args;
+  args.q = in.q.raw_buffer();
+  args.k = in.k.raw_buffer();
+  args.v = in.v.raw_buffer();
+  args.scale = in.scale;
+  args.out = in.out.raw_buffer();
+  args.lse = in.lse.raw_buffer();
+  forward.run(args);
+}
+
+struct Implementation {
+  std::string name;
+  std::unique_ptr<JitAttentionBackward> kernel;
+};
+
+}  // namespace
+
+std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
+  const Halide::Target host = Halide::get_host_target();
+  JitAttention::set_num_threads(options.threads);
+  const FmaPeak peak = measure_fma_peak(options.threads);
+  fmt::print("FMA peak, {} threads: {:.1f} GFLOP/s ({})\n", options.threads, peak.gflops, peak.isa);
+  std::vector<BenchRow> rows;
+  for (const Shape& shape : options.shapes) {
+    std::vector<std::string> specs = options.specs;
+    if (specs.empty()) {
+      for (const char* mask : {"full", "causal"}) {
+        specs.push_back(fmt::format("{}.mha{}.d{}.f32", mask, shape.heads, shape.head_dim));
+      }
+    }
+    for (const std::string& text : specs) {
+      const AttentionSpec spec = AttentionSpec::parse(text);
+      if (spec.dtype != DType::f32 || spec.return_lse) {
+        throw std::invalid_argument("--backward: " + text + ": f32 specs without .lse, for now");
+      }
+      BackwardInputs in(spec, shape);
+      run_forward(spec, in);
+      const std::map<std::string, std::string> estimates = {
+          {"estimate_batch", std::to_string(shape.batch)},
+          {"estimate_q_len", std::to_string(shape.q_len)},
+          {"estimate_kv_len", std::to_string(shape.kv_len)}};
+      std::vector<Implementation> impls;
+      impls.push_back({"naive", std::make_unique<JitAttentionBackward>(spec, host)});
+      if (options.autoschedulers) {
+        for (const autotune::HalideAutoscheduler& a :
+             autotune::x86_autoschedulers(options.threads)) {
+          try {
+            Halide::load_plugin(a.plugin);
+            std::map<std::string, std::string> params = estimates;
+            params["schedule"] = "auto";
+            impls.push_back(
+                {a.name, std::make_unique<JitAttentionBackward>(
+                             spec, host, params, Halide::AutoschedulerParams(a.name, a.params))});
+          } catch (const std::exception& error) {
+            fmt::print(stderr, "  skipped {}: {}\n", a.name, error.what());
+          }
+        }
+      }
+      const double flops = 2.5 * attention_flops(spec, shape.batch, shape.q_len, shape.kv_len);
+      const std::string label =
+          shape_label(shape.batch, spec.heads, shape.q_len, shape.kv_len, spec.head_dim);
+      auto row = [&](const std::string& impl, const Timing& t, double naive_ms) {
+        BenchRow r;
+        r.spec = text + " backward";
+        r.shape = label;
+        r.impl = impl;
+        r.threads = options.threads;
+        r.ms_median = t.median_ms;
+        r.ms_min = t.min_ms;
+        r.ms_max = t.max_ms;
+        r.gflops = flops / (t.median_ms * 1e6);
+        r.pct_peak = 100.0 * r.gflops / peak.gflops;
+        r.speedup_vs_naive = naive_ms > 0 ? naive_ms / t.median_ms : 1.0;
+        return r;
+      };
+      std::vector<float> naive_gradients;
+      double naive_ms = 0.0;
+      for (Implementation& impl : impls) {
+        std::vector<Tensor> g = in.gradients();
+        BackwardArguments args = in.arguments(g);
+        impl.kernel->run(args);
+        if (naive_gradients.empty()) {
+          naive_gradients = joined(g);
+        } else if (auto check = autotune::check_output(joined(g), naive_gradients, spec.dtype);
+                   !check.ok) {
+          fmt::print(stderr, "  skipped {}: gradients differ from naive's: {}\n", impl.name,
+                     check.detail);
+          continue;
+        }
+        const Timing t = time_runs([&] { impl.kernel->run(args); }, options.timing);
+        if (naive_ms == 0.0) naive_ms = t.median_ms;
+        rows.push_back(row(impl.name, t, naive_ms));
+        fmt::print(stderr, "  {} {}: {:.3f} ms\n", text, impl.name, t.median_ms);
+      }
+      if (!options.torch_python.empty()) {
+        const TorchResult torch = run_torch_sdpa_backward(
+            options.torch_python, spec, shape, options.threads,
+            {in.q.data(), in.k.data(), in.v.data(), in.d_out.data(), in.scale},
+            options.timing.min_seconds);
+        if (!torch.error.empty()) {
+          fmt::print(stderr, "  skipped torch_sdpa_backward: {}\n", torch.error);
+        } else if (auto check = autotune::check_output(torch.output, naive_gradients, spec.dtype);
+                   !check.ok) {
+          fmt::print(stderr, "  skipped torch_sdpa_backward: gradients differ: {}\n", check.detail);
+        } else {
+          rows.push_back(row("torch_sdpa_backward", torch.timing, naive_ms));
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace attnforge::bench

@@ -1,0 +1,31 @@
+// The backward pass's benchmark: dQ, dK and dV of each shape and spec from the
+// naive backward schedule, Halide's x86 autoschedulers on the backward
+// algorithm, and PyTorch's SDPA backward, timed in one run on the same inputs
+// (the forward's out and lse from an online kernel with .lse). Rated at 2.5x
+// the forward's FLOPs (FlashAttention's convention) against the FMA peak
+// measured in the run. Every implementation's gradients are checked against
+// the naive kernel's before it is timed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/bench_rows.h"
+#include "bench/bench_shapes.h"
+#include "bench/timing.h"
+
+namespace attnforge::bench {
+
+struct BackwardBenchOptions {
+  std::vector<Shape> shapes;
+  std::vector<std::string> specs;  // f32 specs without .lse; empty: full and causal MHA
+  int threads = 2;
+  TimingOptions timing;
+  bool autoschedulers = true;
+  std::string torch_python;  // empty: no torch row
+};
+
+// Runs every row; prints progress and what was not timed to stderr.
+std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options);
+
+}  // namespace attnforge::bench
