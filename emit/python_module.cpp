@@ -1,5 +1,8 @@
 #include "python_module.h"
 
+#include <fmt/format.h>
+
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -8,6 +11,49 @@
 namespace attnforge::emit {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// `pip install <package>/python` installs the module into any environment of
+// the Python it was built for: setuptools packs attnforge/ with its built
+// _attnforge extension, in a wheel tagged for that Python and platform.
+void write_distribution_files(const fs::path& folder) {
+  std::ofstream(folder / "pyproject.toml") << fmt::format(
+      R"(# Written by attnforge emit: pip install <package>/python
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attnforge"
+version = "{}"
+description = "Attention kernels emitted by attnforge, with their runtime"
+requires-python = ">=3.8"
+
+[tool.setuptools]
+packages = ["attnforge"]
+
+[tool.setuptools.package-data]
+attnforge = ["_attnforge*"]
+)",
+      ATTNFORGE_VERSION);
+  std::ofstream(folder / "setup.py")
+      << R"(# Written by attnforge emit. The wheel holds a built extension, _attnforge:
+# it is tagged for this Python and platform, not as pure Python.
+from setuptools import setup
+from setuptools.dist import Distribution
+
+
+class BuiltExtension(Distribution):
+    def has_ext_modules(self):
+        return True
+
+
+setup(distclass=BuiltExtension)
+)";
+}
+
+}  // namespace
 
 void write_python_module(const PythonToolchain& toolchain, const fs::path& package,
                          const std::function<void(const std::string&)>& progress) {
@@ -33,6 +79,7 @@ void write_python_module(const PythonToolchain& toolchain, const fs::path& packa
     }
   }
   fs::remove_all(build);
+  write_distribution_files(folder);
 }
 
 }  // namespace attnforge::emit

@@ -1,7 +1,8 @@
 // The Python module of a package: `emit --python` copies the binding sources
 // (python/ in the source tree) into <package>/python and builds _attnforge
 // there with CMake, nanobind and the package's own CMake config, so that
-// PYTHONPATH=<package>/python imports attnforge.
+// PYTHONPATH=<package>/python imports attnforge, and `pip install
+// <package>/python` installs it (a pyproject.toml and setup.py beside it).
 #pragma once
 
 #include <filesystem>
