@@ -50,12 +50,14 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
 
   // v.h is a KV head here: its query heads are v.h * group + rg.
   const Halide::Expr head = v.h * group + rg;
-  f.dk_sum(v.d, v.j, v.h, v.b) = 0.0f;
-  f.dk_sum(v.d, v.j, v.h, v.b) += f.d_scores(v.j, ri, head, v.b) * f.q_rows(v.d, ri, head, v.b);
-  f.dv_sum(v.d, v.j, v.h, v.b) = 0.0f;
-  f.dv_sum(v.d, v.j, v.h, v.b) += f.probs(v.j, ri, head, v.b) * f.d_out_rows(v.d, ri, head, v.b);
-  f.dk(v.d, v.j, v.h, v.b) = terms.to_storage(f.dk_sum(v.d, v.j, v.h, v.b));
-  f.dv(v.d, v.j, v.h, v.b) = terms.to_storage(f.dv_sum(v.d, v.j, v.h, v.b));
+  const Halide::Expr d_score = f.d_scores(v.j, ri, head, v.b);
+  const Halide::Expr prob = f.probs(v.j, ri, head, v.b);
+  f.key_sums(v.d, v.j, v.h, v.b) = {0.0f, 0.0f};
+  f.key_sums(v.d, v.j, v.h, v.b) = {
+      f.key_sums(v.d, v.j, v.h, v.b)[0] + d_score * f.q_rows(v.d, ri, head, v.b),
+      f.key_sums(v.d, v.j, v.h, v.b)[1] + prob * f.d_out_rows(v.d, ri, head, v.b)};
+  f.dk(v.d, v.j, v.h, v.b) = terms.to_storage(f.key_sums(v.d, v.j, v.h, v.b)[0]);
+  f.dv(v.d, v.j, v.h, v.b) = terms.to_storage(f.key_sums(v.d, v.j, v.h, v.b)[1]);
   return f;
 }
 

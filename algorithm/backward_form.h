@@ -33,8 +33,9 @@ struct BackwardFuncs {
   Halide::Func dq{"dq"};                  // (d, i, h, b) storage dtype
   Halide::Func dk{"dk"};                  // (d, j, kv head, b) storage dtype
   Halide::Func dv{"dv"};                  // (d, j, kv head, b) storage dtype
-  // The f32 sums dq, dk and dv store.
-  Halide::Func dq_sum{"dq_sum"}, dk_sum{"dk_sum"}, dv_sum{"dv_sum"};
+  // The f32 sums dq, dk and dv store. dK's and dV's are one Tuple {dk, dv}:
+  // both sum over the same queries, so one loop nest can compute them.
+  Halide::Func dq_sum{"dq_sum"}, key_sums{"key_sums"};
   Halide::RDom over_dim;      // d in scores, d_probs and out_dots
   Halide::RDom over_keys;     // j in dq
   Halide::RDom over_queries;  // (i, query head in the KV group) in dk and dv

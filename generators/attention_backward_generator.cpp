@@ -1,16 +1,19 @@
 // The attention backward Generator: dq, dk and dv (algorithm/backward_form.h)
 // for a spec (GeneratorParam `spec`, its canonical string) under a schedule
-// (`schedule`: "naive", or "auto" for an autoscheduler given in the
+// (`schedule`: "naive"; a backward preset's name or schedule JSON,
+// schedules/backward_schedule.h; or "auto" for an autoscheduler given in the
 // GeneratorContext, planning for the estimate_* shape). Its arguments are
 // spec/backward_arguments.h's table, in that order. CPU targets only, for now.
 #include <Halide.h>
 
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/backward_form.h"
+#include "schedules/apply_x86_backward.h"
 #include "schedules/backward_schedule.h"
 #include "schedules/schedule.h"
 #include "score_inputs.h"
@@ -41,11 +44,8 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     }
     const std::string choice = schedule;
     if (choice != "naive" && choice != "auto") {
-      throw schedules::ScheduleError(
-          "schedule",
-          "the backward pass takes the naive schedule or an autoscheduler's "
-          "(auto); got " +
-              choice);
+      tuned_ = schedules::resolve_backward_schedule(choice);
+      if (auto misfit = schedules::check_backward(*tuned_, spec_, get_target())) throw *misfit;
     }
     for_each_backward_argument(spec_, [this](const BackwardArgumentSlot& slot) { declare(slot); });
   }
@@ -113,7 +113,11 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
     dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
     set_estimates(q, k, v, out, d_out, dq, dk, dv);
-    if (std::string(schedule) == "naive") schedules::apply_naive_backward(f);
+    if (tuned_) {
+      schedules::apply_x86_backward(*tuned_, f, {dq, dk, dv}, vars, spec_.softcapped());
+    } else if (std::string(schedule) == "naive") {
+      schedules::apply_naive_backward(f);
+    }
   }
 
  private:
@@ -144,6 +148,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
   }
 
   AttentionSpec spec_;
+  std::optional<schedules::BackwardSchedule> tuned_;
   std::vector<Tensor*> tensors_;  // q, k, v, out, d_out
   GeneratorInput<Buffer<float>>* lse_ = nullptr;
   ScoreInputs score_inputs_;

@@ -1,10 +1,132 @@
 #include "backward_schedule.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace attnforge::schedules {
+
+namespace {
+
+using S = BackwardSchedule;
+
+// Accumulator registers a tile may take, of 16 (AVX2) or 32 (AVX-512).
+int accumulator_budget(const Halide::Target& target) {
+  return target.has_feature(Halide::Target::AVX512) ? 28 : 14;
+}
+
+// key_block, query_block, vector_width, score_vectors x score_rows, grad_vectors x grad_rows.
+const S kAvx512 = {64, 64, 16, 2, 4, 2, 4};
+const S kAvx2 = {64, 64, 8, 2, 4, 2, 2};
+
+}  // namespace
+
+const std::vector<BackwardKnob>& backward_knobs() {
+  static const std::vector<BackwardKnob> knobs = {
+      {"key_block", &S::key_block,
+       "Keys per block: the dK/dV pass's parallel tile, and the dQ pass's step over keys.",
+       {32, 64, 128}},
+      {"query_block", &S::query_block,
+       "Queries per block: the dQ pass's parallel tile, and the dK/dV pass's step over queries.",
+       {32, 64, 128}},
+      {"vector_width", &S::vector_width, "f32 lanes per vector: 8 (AVX2) or 16 (AVX-512).", {}},
+      {"score_vectors", &S::score_vectors,
+       "Vectors per register tile of q.k and dO.v (along keys in the dK/dV pass, queries in the "
+       "dQ pass).",
+       {1, 2, 3}},
+      {"score_rows", &S::score_rows, "Rows per register tile of q.k and dO.v.", {2, 3, 4, 6}},
+      {"grad_vectors", &S::grad_vectors,
+       "Head-dim vectors per register tile of dK, dV (summed together) and dQ.",
+       {1, 2, 4}},
+      {"grad_rows", &S::grad_rows, "Rows per register tile of dK, dV and dQ.", {1, 2, 4}},
+  };
+  return knobs;
+}
+
+nlohmann::json BackwardSchedule::to_json() const {
+  nlohmann::json json = nlohmann::json::object();
+  for (const BackwardKnob& knob : backward_knobs()) json[knob.name] = this->*knob.field;
+  return json;
+}
+
+BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
+  if (!json.is_object()) throw ScheduleError("schedule", "a backward schedule is a JSON object");
+  BackwardSchedule schedule;
+  for (const auto& [key, value] : json.items()) {
+    const BackwardKnob* knob = nullptr;
+    for (const BackwardKnob& k : backward_knobs()) {
+      if (key == k.name) knob = &k;
+    }
+    if (!knob) throw ScheduleError(key, "is not a knob of backward schedules");
+    if (!value.is_number_integer() || value.get<int>() < 1) {
+      throw ScheduleError(key, "must be a positive integer, got " + value.dump());
+    }
+    schedule.*(knob->field) = value.get<int>();
+  }
+  return schedule;
+}
+
+std::vector<std::string> backward_preset_names() {
+  return {"backward_avx2", "backward_avx512"};
+}
+
+BackwardSchedule load_backward_preset(const std::string& name) {
+  if (name == "backward_avx2") return kAvx2;
+  if (name == "backward_avx512") return kAvx512;
+  throw ScheduleError("preset",
+                      "'" + name + "' is unknown; backward presets: backward_avx2, backward_avx512");
+}
+
+BackwardSchedule resolve_backward_schedule(const std::string& choice) {
+  if (choice.empty() || choice.front() != '{') return load_backward_preset(choice);
+  nlohmann::json json = nlohmann::json::parse(choice, nullptr, false);
+  if (json.is_discarded()) throw ScheduleError("schedule", "is neither a preset nor JSON");
+  return BackwardSchedule::from_json(json);
+}
+
+#define ATTNFORGE_REQUIRE(ok, field, ...) \
+  if (!(ok)) return ScheduleError(field, fmt::format(__VA_ARGS__))
+
+std::optional<ScheduleError> check_backward(const BackwardSchedule& s, const AttentionSpec& spec,
+                                            const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(target.arch == Halide::Target::X86 && !target.has_gpu_feature(), "target",
+                    "'{}' is not an x86 CPU target; these schedules are for x86 CPUs",
+                    target.to_string());
+  const int lanes = s.vector_width;
+  ATTNFORGE_REQUIRE(lanes == 8 || lanes == 16, "vector_width", "must be 8 or 16, got {}", lanes);
+  ATTNFORGE_REQUIRE(lanes == 8 || target.has_feature(Halide::Target::AVX512), "vector_width",
+                    "16 lanes need AVX-512; '{}' has 8", target.to_string());
+  ATTNFORGE_REQUIRE(spec.head_dim % lanes == 0, "vector_width",
+                    "head_dim {} is not a multiple of {} lanes", spec.head_dim, lanes);
+  const int budget = accumulator_budget(target);
+  ATTNFORGE_REQUIRE(s.score_vectors * s.score_rows <= budget, "score_rows",
+                    "a {}x{} tile needs {} accumulators; the target keeps {}", s.score_vectors,
+                    s.score_rows, s.score_vectors * s.score_rows, budget);
+  // dK and dV are summed together: two accumulators per tile element.
+  ATTNFORGE_REQUIRE(2 * s.grad_vectors * s.grad_rows <= budget, "grad_rows",
+                    "a {}x{} dK and dV tile needs {} accumulators; the target keeps {}",
+                    s.grad_vectors, s.grad_rows, 2 * s.grad_vectors * s.grad_rows, budget);
+  const int score_lanes = lanes * s.score_vectors;
+  for (auto [name, block] : {std::pair{"key_block", s.key_block}, {"query_block", s.query_block}}) {
+    ATTNFORGE_REQUIRE(block % score_lanes == 0, name,
+                      "{} is not a multiple of score_vectors x vector_width ({})", block,
+                      score_lanes);
+    ATTNFORGE_REQUIRE(block % s.score_rows == 0 && block % s.grad_rows == 0, name,
+                      "{} is not a multiple of score_rows ({}) and grad_rows ({})", block,
+                      s.score_rows, s.grad_rows);
+  }
+  return std::nullopt;
+}
+
+int effective_grad_vectors(const BackwardSchedule& s, int head_dim) {
+  int vectors = std::max(1, std::min(s.grad_vectors, head_dim / s.vector_width));
+  while (vectors > 1 && head_dim % (vectors * s.vector_width) != 0) --vectors;
+  return vectors;
+}
 
 void apply_naive_backward(const BackwardFuncs& f) {
   for (Halide::Func stage :
-       {f.scores, f.probs, f.d_probs, f.out_dots, f.d_scores, f.dq_sum, f.dk_sum, f.dv_sum}) {
+       {f.scores, f.probs, f.d_probs, f.out_dots, f.d_scores, f.dq_sum, f.key_sums}) {
     stage.compute_root();
   }
 }

@@ -1,0 +1,116 @@
+// The x86 backward schedules (presets and knob values the search tries)
+// against the double reference's gradients: every mask, GQA/MQA, softcap,
+// half-precision storage, odd sizes, L = 1, Lq != Lk and lengths spanning
+// several blocks with partial last ones, in both layouts. Misfit knobs are
+// named.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "generators/jit_attention_backward.h"
+#include "schedules/backward_schedule.h"
+#include "tests/support/backward_case.h"
+#include "tests/support/test_targets.h"
+
+namespace attnforge::testing {
+namespace {
+
+using schedules::BackwardSchedule;
+
+std::string host_preset() {
+  return kernel_target().has_feature(Halide::Target::AVX512) ? "backward_avx512" : "backward_avx2";
+}
+
+constexpr std::initializer_list<CaseShape> kShapes = {
+    {1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 1, 40}, {1, 130, 67}, {1, 67, 130}};
+
+void expect_schedule_matches_reference(const std::string& spec_text, const std::string& schedule,
+                                       std::initializer_list<CaseShape> shapes = kShapes) {
+  const AttentionSpec spec = AttentionSpec::parse(spec_text);
+  JitAttentionBackward kernel(spec, kernel_target(), {{"schedule", schedule}});
+  if (!kernels_run_here()) return;
+  for (CaseShape shape : shapes) {
+    for (Layout layout : {Layout::bhld, Layout::blhd}) {
+      BackwardCase c(spec, shape, {.layout = layout, .seed = 11});
+      kernel.run(c.arguments());
+      const Comparison result = c.compare();
+      EXPECT_TRUE(result.ok) << spec_text << " " << schedule << " B" << shape.batch << " Lq"
+                             << shape.q_len << " Lk" << shape.kv_len << ": "
+                             << result.first_failure << " (max error " << result.max_error << ")";
+    }
+  }
+}
+
+TEST(BackwardX86Schedule, MasksMatchTheReference) {
+  for (const char* spec : {"full.mha2.d32.f32", "causal.mha2.d32.f32", "causal.br.mha2.d32.f32",
+                           "window5_2.mha2.d16.f32", "causal.br.kpad.mha2.d32.f32",
+                           "window.mha2.d16.f32"}) {
+    expect_schedule_matches_reference(spec, host_preset());
+  }
+}
+
+TEST(BackwardX86Schedule, GroupedHeadsAndAdditiveTermsMatchTheReference) {
+  for (const char* spec : {"causal.gqa8x2.d32.f32", "full.kpad.mqa4.d16.f32",
+                           "causal.alibi.gqa4x2.d16.f32", "full.bias.mha2.d16.f32",
+                           "causal.br.softcap5.gqa4x2.d32.f32"}) {
+    expect_schedule_matches_reference(spec, host_preset());
+  }
+}
+
+TEST(BackwardX86Schedule, HalfPrecisionStorageMatchesTheReference) {
+  for (const char* spec : {"causal.gqa4x2.d32.f16", "causal.br.kpad.gqa4x2.d64.bf16"}) {
+    expect_schedule_matches_reference(spec, host_preset());
+  }
+}
+
+// Other tiles than the preset's: blocks of 32 and 128, one-row and one-vector tiles.
+TEST(BackwardX86Schedule, OtherTilesMatchTheReference) {
+  const int lanes = kernel_target().has_feature(Halide::Target::AVX512) ? 16 : 8;
+  for (BackwardSchedule s : {BackwardSchedule{32, 128, lanes, 1, 2, 1, 1},
+                             BackwardSchedule{128, 32, lanes, 2, 2, 2, 1}}) {
+    expect_schedule_matches_reference("causal.br.kpad.gqa4x2.d32.f32", s.to_json().dump(),
+                                      {{1, 1, 1}, {2, 45, 150}, {1, 150, 45}});
+  }
+}
+
+TEST(BackwardX86Schedule, EveryPresetCompilesForEveryIsa) {
+  for (const Halide::Target& target : lowering_targets()) {
+    for (const std::string& preset : schedules::backward_preset_names()) {
+      const bool fits = preset != "backward_avx512" || target.has_feature(Halide::Target::AVX512);
+      try {
+        JitAttentionBackward kernel(AttentionSpec::parse("causal.gqa8x2.d64.f32"), target,
+                                    {{"schedule", preset}});
+        EXPECT_TRUE(fits) << preset << " compiled for " << target.to_string();
+      } catch (const schedules::ScheduleError& error) {
+        EXPECT_FALSE(fits) << preset << ": " << error.what();
+        EXPECT_EQ(error.field(), "vector_width");
+      }
+    }
+  }
+}
+
+TEST(BackwardX86Schedule, MisfitKnobsAreNamed) {
+  const AttentionSpec spec = AttentionSpec::parse("full.mha2.d32.f32");
+  BackwardSchedule s = schedules::load_backward_preset("backward_avx2");
+  auto field_of = [&](const BackwardSchedule& schedule) {
+    auto misfit = schedules::check_backward(schedule, spec, avx2_target());
+    return misfit ? misfit->field() : std::string("none");
+  };
+  EXPECT_EQ(field_of(s), "none");
+  BackwardSchedule odd_block = s;
+  odd_block.key_block = 40;
+  EXPECT_EQ(field_of(odd_block), "key_block");
+  BackwardSchedule wide = s;
+  wide.vector_width = 16;
+  EXPECT_EQ(field_of(wide), "vector_width");
+  BackwardSchedule big = s;
+  big.grad_vectors = 4;
+  big.grad_rows = 4;
+  EXPECT_EQ(field_of(big), "grad_rows");
+  EXPECT_THROW(schedules::resolve_backward_schedule("{\"key_blocks\": 64}"),
+               schedules::ScheduleError);
+  EXPECT_THROW(schedules::resolve_backward_schedule("backward_sse"), schedules::ScheduleError);
+}
+
+}  // namespace
+}  // namespace attnforge::testing
