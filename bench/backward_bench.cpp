@@ -12,6 +12,7 @@
 #include "bench/torch_peer.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_attention_backward.h"
+#include "schedules/backward_schedule.h"
 #include "schedules/presets.h"
 #include "schedules/schedule_check.h"
 
@@ -125,6 +126,14 @@ std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
           {"estimate_kv_len", std::to_string(shape.kv_len)}};
       std::vector<Implementation> impls;
       impls.push_back({"naive", std::make_unique<JitAttentionBackward>(spec, host)});
+      for (const std::string& preset : schedules::backward_preset_names()) {
+        if (schedules::check_backward(schedules::load_backward_preset(preset), spec, host)) {
+          continue;
+        }
+        impls.push_back({preset, std::make_unique<JitAttentionBackward>(
+                                     spec, host, std::map<std::string, std::string>{
+                                                     {"schedule", preset}})});
+      }
       if (options.autoschedulers) {
         for (const autotune::HalideAutoscheduler& a :
              autotune::x86_autoschedulers(options.threads)) {

@@ -1,5 +1,5 @@
 // The backward pass's benchmark: dQ, dK and dV of each shape and spec from the
-// naive backward schedule, Halide's x86 autoschedulers on the backward
+// naive backward schedule, the backward presets the host runs, Halide's x86 autoschedulers on the backward
 // algorithm, and PyTorch's SDPA backward, timed in one run on the same inputs
 // (the forward's out and lse from an online kernel with .lse). Rated at 2.5x
 // the forward's FLOPs (FlashAttention's convention) against the FMA peak

@@ -27,9 +27,9 @@ void tile_rows_in_parallel(Func out, const AttentionVars& v, const Var& rows, in
   out.split(rows, loops.blocks, loops.in_block, block, TailStrategy::GuardWithIf)
       .reorder(v.d, loops.in_block, loops.blocks, v.h, v.b)
       .vectorize(v.d, lanes)
-      .fuse(loops.blocks, v.h, loops.block_heads)
-      .fuse(loops.block_heads, v.b, loops.tasks)
-      .parallel(loops.tasks);
+      .parallel(loops.blocks)
+      .parallel(v.h)
+      .parallel(v.b);
 }
 
 // The per-step tile of scores (x, y): q.k or dO.v by register tiles, the
@@ -95,12 +95,12 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   PassLoops keys;
   tile_rows_in_parallel(outputs.dk, v, v.j, s.key_block, lanes, keys);
   tile_rows_in_parallel(outputs.dv, v, v.j, s.key_block, lanes, keys);
-  outputs.dv.compute_with(outputs.dk, keys.tasks);
-  f.key_sums.compute_at(outputs.dk, keys.tasks).align_bounds(v.j, s.key_block);
+  outputs.dv.compute_with(outputs.dk, keys.blocks);
+  f.key_sums.compute_at(outputs.dk, keys.blocks).align_bounds(v.j, s.key_block);
   const RVar query_head = f.over_queries.y;
   const RVar query_steps = chunked_register_tile(
       f.key_sums, v.d, v.j, f.over_queries.x, s.query_block, lanes, grad_vectors, s.grad_rows,
-      LoopLevel(outputs.dk, keys.tasks), 1, {query_head});
+      LoopLevel(outputs.dk, keys.blocks), 1, {query_head});
   // Scores along keys, so K and V are read transposed: copied per query head.
   const LoopLevel key_step(f.key_sums, query_steps);
   const LoopLevel per_head(f.key_sums, query_head);
@@ -112,7 +112,7 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   // dQ: per query block, summed over key blocks.
   PassLoops queries;
   tile_rows_in_parallel(outputs.dq, v, v.i, s.query_block, lanes, queries);
-  const LoopLevel query_block(outputs.dq, queries.tasks);
+  const LoopLevel query_block(outputs.dq, queries.blocks);
   f.dq_sum.compute_at(query_block).align_bounds(v.i, s.query_block);
   const RVar key_steps =
       chunked_register_tile(f.dq_sum, v.d, v.i, f.over_keys.x, s.key_block, lanes,
