@@ -74,6 +74,23 @@ Expr AttentionTerms::key_range_end(const Expr& last_query, const Expr& b) const 
   return visible_key_range<Expr>(spec_, last, last, valid_keys(b), window_).end;
 }
 
+// Query i sees key k where k <= p(i) (causal) or p(i) - left <= k <= p(i) +
+// right (window), p(i) = i + offset its aligned position; no query sees a
+// key at or past the valid ones.
+KeyRange<Expr> AttentionTerms::query_range(const Expr& first_key, const Expr& last_key,
+                                           const Expr& b) const {
+  const Expr offset = aligned_position(Expr(0), b);
+  Expr begin = 0, end = inputs_.q_len;
+  if (spec_.mask == PositionMask::causal) {
+    begin = Halide::max(first_key - offset, 0);
+  } else if (spec_.mask == PositionMask::window) {
+    begin = Halide::max(first_key - window_.right - offset, 0);
+    end = Halide::min(last_key + window_.left + 1 - offset, inputs_.q_len);
+  }
+  if (spec_.key_padding) end = Halide::select(first_key < valid_keys(b), end, 0);
+  return {begin, end};
+}
+
 // A bottom-right aligned position grows with the valid keys: the first query
 // is placed as for none, the last as for all Lk.
 Expr AttentionTerms::key_range_begin_any_length(const Expr& first_query) const {

@@ -61,6 +61,12 @@ class AttentionTerms {
   Halide::Expr key_range_begin_any_length(const Halide::Expr& first_query) const;
   Halide::Expr key_range_end_any_length(const Halide::Expr& last_query) const;
 
+  // The queries [begin, end) that may see a key in [first_key, last_key] of
+  // batch b: the backward's bounds, where key blocks skip the rest. Only
+  // bounds, as above.
+  KeyRange<Halide::Expr> query_range(const Halide::Expr& first_key, const Halide::Expr& last_key,
+                                     const Halide::Expr& b) const;
+
   // A row's output value: `normalized` (acc / sum) in storage dtype, zeros
   // where its `max` shows it saw no key; with return_lse, a Tuple of that and
   // the row's log-sum-exp max + log(sum) in f32, +inf where it saw none.

@@ -6,7 +6,8 @@
 namespace attnforge {
 
 BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& in,
-                             const GradientInputs& g, const AttentionVars& v) {
+                             const GradientInputs& g, const AttentionVars& v,
+                             const BackwardBlocks& blocks) {
   AttentionTerms terms(spec, in);
   BackwardFuncs f;
   const int group = spec.group_size();
@@ -44,20 +45,35 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
   f.d_scores(v.j, v.i, v.h, v.b) = p * (f.d_probs(v.j, v.i, v.h, v.b) - f.out_dots(v.i, v.h, v.b)) *
                                    terms.logit_slope(scaled) * in.scale;
 
-  f.dq_sum(v.d, v.i, v.h, v.b) = 0.0f;
-  f.dq_sum(v.d, v.i, v.h, v.b) += f.d_scores(rk, v.i, v.h, v.b) * f.k_rows(v.d, rk, v.h, v.b);
-  f.dq(v.d, v.i, v.h, v.b) = terms.to_storage(f.dq_sum(v.d, v.i, v.h, v.b));
+  // dQ per query block, over the keys its queries may see.
+  const int QB = blocks.queries, KB = blocks.keys;
+  const Halide::Var ii = f.query_in_block, qb = f.query_block;
+  const Halide::Expr query = qb * QB + ii;
+  const Halide::Expr key_begin = terms.key_range_begin(qb * QB, v.b);
+  const Halide::Expr key_end = terms.key_range_end(Halide::min(qb * QB + QB - 1, in.q_len - 1), v.b);
+  f.over_keys.where(rk >= key_begin / KB * KB && rk < key_end);
+  f.dq_sum(v.d, ii, qb, v.h, v.b) = 0.0f;
+  f.dq_sum(v.d, ii, qb, v.h, v.b) +=
+      f.d_scores(rk, query, v.h, v.b) * f.k_rows(v.d, rk, v.h, v.b);
+  f.dq(v.d, v.i, v.h, v.b) = terms.to_storage(f.dq_sum(v.d, v.i % QB, v.i / QB, v.h, v.b));
 
-  // v.h is a KV head here: its query heads are v.h * group + rg.
+  // dK and dV per key block of KV head v.h, over its query heads
+  // v.h * group + rg and the queries that may see the block.
+  const Halide::Var jj = f.key_in_block, kb = f.key_block;
+  const Halide::Expr block_key = kb * KB + jj;
+  const KeyRange<Halide::Expr> queries =
+      terms.query_range(kb * KB, Halide::min(kb * KB + KB - 1, in.kv_len - 1), v.b);
+  f.over_queries.where(ri >= queries.begin / QB * QB && ri < queries.end);
   const Halide::Expr head = v.h * group + rg;
-  const Halide::Expr d_score = f.d_scores(v.j, ri, head, v.b);
-  const Halide::Expr prob = f.probs(v.j, ri, head, v.b);
-  f.key_sums(v.d, v.j, v.h, v.b) = {0.0f, 0.0f};
-  f.key_sums(v.d, v.j, v.h, v.b) = {
-      f.key_sums(v.d, v.j, v.h, v.b)[0] + d_score * f.q_rows(v.d, ri, head, v.b),
-      f.key_sums(v.d, v.j, v.h, v.b)[1] + prob * f.d_out_rows(v.d, ri, head, v.b)};
-  f.dk(v.d, v.j, v.h, v.b) = terms.to_storage(f.key_sums(v.d, v.j, v.h, v.b)[0]);
-  f.dv(v.d, v.j, v.h, v.b) = terms.to_storage(f.key_sums(v.d, v.j, v.h, v.b)[1]);
+  const Halide::Expr d_score = f.d_scores(block_key, ri, head, v.b);
+  const Halide::Expr prob = f.probs(block_key, ri, head, v.b);
+  f.key_sums(v.d, jj, kb, v.h, v.b) = {0.0f, 0.0f};
+  f.key_sums(v.d, jj, kb, v.h, v.b) = {
+      f.key_sums(v.d, jj, kb, v.h, v.b)[0] + d_score * f.q_rows(v.d, ri, head, v.b),
+      f.key_sums(v.d, jj, kb, v.h, v.b)[1] + prob * f.d_out_rows(v.d, ri, head, v.b)};
+  const Halide::Tuple sums = f.key_sums(v.d, v.j % KB, v.j / KB, v.h, v.b);
+  f.dk(v.d, v.j, v.h, v.b) = terms.to_storage(sums[0]);
+  f.dv(v.d, v.j, v.h, v.b) = terms.to_storage(sums[1]);
   return f;
 }
 

@@ -20,6 +20,15 @@ struct GradientInputs {
   Halide::Func out, d_out, lse;
 };
 
+// The blocks the sums run over: dK and dV per block of `keys` keys, dQ per
+// block of `queries` queries, each over only the queries (keys) that may see
+// its block, from a multiple of `queries` (`keys`) on. Blocks only bound the
+// sums: a skipped position's probability is exactly 0.
+struct BackwardBlocks {
+  int keys = 64;
+  int queries = 64;
+};
+
 struct BackwardFuncs {
   Halide::Func q_rows{"q_rows"};          // (d, i, h, b) q as f32, rows past Lq read the last
   Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k of head h's kv head as f32, likewise
@@ -33,15 +42,19 @@ struct BackwardFuncs {
   Halide::Func dq{"dq"};                  // (d, i, h, b) storage dtype
   Halide::Func dk{"dk"};                  // (d, j, kv head, b) storage dtype
   Halide::Func dv{"dv"};                  // (d, j, kv head, b) storage dtype
-  // The f32 sums dq, dk and dv store. dK's and dV's are one Tuple {dk, dv}:
-  // both sum over the same queries, so one loop nest can compute them.
+  // The f32 sums dq, dk and dv store, per block: dq_sum (d, query in block,
+  // query block, h, b); key_sums (d, key in block, key block, kv head, b), a
+  // Tuple {dk, dv}: both sum over the same queries, so one loop nest computes them.
   Halide::Func dq_sum{"dq_sum"}, key_sums{"key_sums"};
+  Halide::Var query_in_block{"query_in_block"}, query_block{"query_block"};
+  Halide::Var key_in_block{"key_in_block"}, key_block{"key_block"};
   Halide::RDom over_dim;      // d in scores, d_probs and out_dots
-  Halide::RDom over_keys;     // j in dq
-  Halide::RDom over_queries;  // (i, query head in the KV group) in dk and dv
+  Halide::RDom over_keys;     // j in dq_sum
+  Halide::RDom over_queries;  // (i, query head in the KV group) in key_sums
 };
 
 BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& inputs,
-                             const GradientInputs& gradients, const AttentionVars& v);
+                             const GradientInputs& gradients, const AttentionVars& v,
+                             const BackwardBlocks& blocks);
 
 }  // namespace attnforge

@@ -108,7 +108,9 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     in.kv_len = kv_len;
     score_inputs_.add_to(in);
     const AttentionVars vars;
-    BackwardFuncs f = build_backward(spec_, in, {out, d_out, *lse_}, vars);
+    BackwardBlocks blocks;
+    if (tuned_) blocks = {tuned_->key_block, tuned_->query_block};
+    BackwardFuncs f = build_backward(spec_, in, {out, d_out, *lse_}, vars, blocks);
     dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
     dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);

@@ -96,10 +96,10 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   tile_rows_in_parallel(outputs.dk, v, v.j, s.key_block, lanes, keys);
   tile_rows_in_parallel(outputs.dv, v, v.j, s.key_block, lanes, keys);
   outputs.dv.compute_with(outputs.dk, keys.blocks);
-  f.key_sums.compute_at(outputs.dk, keys.blocks).align_bounds(v.j, s.key_block);
+  f.key_sums.compute_at(outputs.dk, keys.blocks);
   const RVar query_head = f.over_queries.y;
   const RVar query_steps = chunked_register_tile(
-      f.key_sums, v.d, v.j, f.over_queries.x, s.query_block, lanes, grad_vectors, s.grad_rows,
+      f.key_sums, v.d, f.key_in_block, f.over_queries.x, s.query_block, lanes, grad_vectors, s.grad_rows,
       LoopLevel(outputs.dk, keys.blocks), 1, {query_head});
   // Scores along keys, so K and V are read transposed: copied per query head.
   const LoopLevel key_step(f.key_sums, query_steps);
@@ -113,9 +113,9 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   PassLoops queries;
   tile_rows_in_parallel(outputs.dq, v, v.i, s.query_block, lanes, queries);
   const LoopLevel query_block(outputs.dq, queries.blocks);
-  f.dq_sum.compute_at(query_block).align_bounds(v.i, s.query_block);
+  f.dq_sum.compute_at(query_block);
   const RVar key_steps =
-      chunked_register_tile(f.dq_sum, v.d, v.i, f.over_keys.x, s.key_block, lanes,
+      chunked_register_tile(f.dq_sum, v.d, f.query_in_block, f.over_keys.x, s.key_block, lanes,
                             grad_vectors, s.grad_rows, query_block, 1);
   // Scores along queries, stored query-innermost: Q and dO transposed once per block.
   transpose_at(f.q_rows.in(dq_dots), v.i, v, s.query_block, lanes, query_block);
