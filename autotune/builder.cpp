@@ -136,6 +136,13 @@ AotFiles build_key_ranges_aot(const AttentionSpec& spec, const Halide::Target& t
                      spec.to_string() + " key ranges");
 }
 
+AotFiles build_backward_aot(const AttentionSpec& spec, const Halide::Target& target,
+                            const std::string& schedule, const std::filesystem::path& dir,
+                            const std::string& function, AotOutput output) {
+  return execute_aot("attention_backward", {{"spec", spec.to_string()}, {"schedule", schedule}},
+                     target, dir, function, output, spec.to_string() + " backward");
+}
+
 AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
                          const std::string& schedule, const std::filesystem::path& dir,
                          const std::string& function, AotOutput output) {

@@ -87,6 +87,13 @@ AotFiles build_key_ranges_aot(const AttentionSpec& spec, const Halide::Target& t
                               const std::filesystem::path& dir, const std::string& function,
                               AotOutput output);
 
+// The backward kernel of `spec` (generators/attention_backward_generator.cpp)
+// under `schedule` ("naive", a backward preset name or backward schedule
+// JSON), as build_aot.
+AotFiles build_backward_aot(const AttentionSpec& spec, const Halide::Target& target,
+                            const std::string& schedule, const std::filesystem::path& dir,
+                            const std::string& function, AotOutput output);
+
 // The layer under `schedule` ("naive", a preset name or schedule JSON), as build_aot.
 AotFiles build_layer_aot(const LayerSpec& spec, const Halide::Target& target,
                          const std::string& schedule, const std::filesystem::path& dir,

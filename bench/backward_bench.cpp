@@ -93,6 +93,26 @@ void run_forward(const AttentionSpec& spec, BackwardInputs& in) {
   forward.run(args);
 }
 
+// The backward schedules timed, as (row name, Generator `schedule`): the
+// presets asked for (or every one the host runs), then the JSON ones.
+std::vector<std::pair<std::string, std::string>> backward_schedules(
+    const BackwardBenchOptions& options, const AttentionSpec& spec, const Halide::Target& host) {
+  std::vector<std::pair<std::string, std::string>> chosen;
+  if (options.presets) {
+    const bool every = options.preset_names.empty();
+    for (const std::string& name : every ? schedules::backward_preset_names()
+                                         : options.preset_names) {
+      auto misfit = schedules::check_backward(schedules::load_backward_preset(name), spec, host);
+      if (misfit && !every) throw *misfit;
+      if (!misfit) chosen.emplace_back(name, name);
+    }
+  }
+  for (size_t n = 0; n < options.schedules.size(); ++n) {
+    chosen.emplace_back(fmt::format("schedule {}", n + 1), options.schedules[n]);
+  }
+  return chosen;
+}
+
 struct Implementation {
   std::string name;
   std::unique_ptr<JitAttentionBackward> kernel;
@@ -126,13 +146,10 @@ std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
           {"estimate_kv_len", std::to_string(shape.kv_len)}};
       std::vector<Implementation> impls;
       impls.push_back({"naive", std::make_unique<JitAttentionBackward>(spec, host)});
-      for (const std::string& preset : schedules::backward_preset_names()) {
-        if (schedules::check_backward(schedules::load_backward_preset(preset), spec, host)) {
-          continue;
-        }
-        impls.push_back({preset, std::make_unique<JitAttentionBackward>(
-                                     spec, host, std::map<std::string, std::string>{
-                                                     {"schedule", preset}})});
+      for (const auto& [name, schedule] : backward_schedules(options, spec, host)) {
+        impls.push_back({name, std::make_unique<JitAttentionBackward>(
+                                   spec, host, std::map<std::string, std::string>{
+                                                   {"schedule", schedule}})});
       }
       if (options.autoschedulers) {
         for (const autotune::HalideAutoscheduler& a :

@@ -22,6 +22,9 @@ struct BackwardBenchOptions {
   int threads = 2;
   TimingOptions timing;
   bool autoschedulers = true;
+  bool presets = true;
+  std::vector<std::string> preset_names;  // backward presets; empty: every one the host runs
+  std::vector<std::string> schedules;     // backward schedule JSON, rows "schedule 1", ...
   std::string torch_python;  // empty: no torch row
 };
 

@@ -19,6 +19,7 @@ namespace {
 struct BenchArgs {
   std::string db, json, torch = "auto", command;
   std::vector<std::string> shapes = {"1x8x2048x2048x64"}, specs, presets, mods;
+  std::vector<std::string> backward_schedules;
   std::vector<int> threads = {2};
   std::vector<int> window = {256, 0};
   double min_time = 0.5;
@@ -33,6 +34,9 @@ int run_backward(const BenchArgs& args, const std::string& torch_python) {
   options.threads = args.threads.back();
   options.timing.min_seconds = args.min_time;
   options.autoschedulers = !args.no_autoschedulers;
+  options.presets = !args.no_presets;
+  options.preset_names = args.presets;
+  options.schedules = args.backward_schedules;
   options.torch_python = torch_python;
   const std::vector<bench::BenchRow> rows = bench::run_backward_bench(options);
   bench::print_rows(rows);
@@ -101,6 +105,8 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_flag("--backward", args->backward,
                 "Time the backward pass (dQ, dK, dV): naive, Halide's autoschedulers and "
                 "PyTorch's SDPA backward");
+  cmd->add_option("--backward-schedule", args->backward_schedules,
+                  "With --backward: a backward schedule's JSON to time too (repeatable)");
   cmd->add_flag("--warm-caches", args->warm_caches,
                 "Time rows with a % bw back to back, without evicting the caches between runs");
   cmd->add_option("--window", args->window,

@@ -18,7 +18,7 @@ namespace attnforge::cli {
 namespace {
 
 struct EmitArgs {
-  std::string db, targets = "host", out, specs;
+  std::string db, targets = "host", out, specs, backward;
   std::vector<std::string> mods;
   bool python = false;
 };
@@ -54,8 +54,13 @@ int run_emit(const EmitArgs& args) {
   // Loaded before the kernels compile: the compiling children inherit them.
   const std::vector<autotune::LoadedModifier> mods = autotune::load_modifier_arguments(args.mods);
   const SpecLists specs = parse_specs(args.specs, mods);
+  const SpecLists backward = parse_specs(args.backward, mods);
+  if (!backward.layers.empty()) {
+    throw std::invalid_argument("--backward: " + backward.layers.front().to_string() +
+                                " is a layer; backward kernels are for attention specs");
+  }
   emit::KernelPlan kernel_plan =
-      emit::plan_kernels(database, targets, specs.attention, specs.layers);
+      emit::plan_kernels(database, targets, specs.attention, specs.layers, backward.attention);
   for (const std::string& skipped : kernel_plan.skipped) {
     fmt::print(stderr, "skipped {}\n", skipped);
   }
@@ -94,6 +99,9 @@ Action add_emit_command(CLI::App& app) {
   emit->add_option("--specs", args->specs,
                    "Comma-separated attention or layer specs to include even without a tuned "
                    "record");
+  emit->add_option("--backward", args->backward,
+                   "Comma-separated attention specs whose backward kernel (attention_backward) "
+                   "ships too, with their forward kernel returning the lse (CPU targets)");
   emit->add_option("--out", args->out, "Package folder (created)")->required();
   emit->add_option("--mod", args->mods,
                    "name=FILE: load a modifier (docs/modifiers.md) for specs that name "

@@ -1,12 +1,12 @@
 # attnforge_emit_package(<name> SPECS <spec>... TARGETS <targets> [DB <tuning.jsonl>] [PYTHON]
-#                        [MODS <name>=<file>...])
+#                        [MODS <name>=<file>...] [BACKWARD <spec>...])
 # Runs `attnforge emit` at build time into ${CMAKE_CURRENT_BINARY_DIR}/<name>
 # (with PYTHON, its Python module too: `emit --python`; MODS: `emit --mod` for
-# each, the compiled modifiers cached in the build tree)
+# each, the compiled modifiers cached in the build tree; BACKWARD: `emit --backward`)
 # and defines <name>: an INTERFACE target linking the attnforge runtime with
 # that package's kernels and Halide runtime. <name>_DIR holds the package path.
 function(attnforge_emit_package name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "PYTHON" "TARGETS;DB" "SPECS;MODS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PYTHON" "TARGETS;DB" "SPECS;MODS;BACKWARD")
   set(package "${CMAKE_CURRENT_BINARY_DIR}/${name}")
   list(JOIN ARG_SPECS "," spec_list)
   set(db_args "")
@@ -22,6 +22,11 @@ function(attnforge_emit_package name)
     string(REGEX REPLACE "^[^=]*=" "" mod_file "${mod}")
     list(APPEND mod_depends "${mod_file}")
   endforeach ()
+  set(backward_args "")
+  if (ARG_BACKWARD)
+    list(JOIN ARG_BACKWARD "," backward_list)
+    set(backward_args --backward "${backward_list}")
+  endif ()
   set(python_args "")
   set(python_outputs "")
   set(python_depends "")
@@ -38,7 +43,7 @@ function(attnforge_emit_package name)
            ${python_outputs}
     COMMAND "${CMAKE_COMMAND}" -E env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/${name}_cache"
             $<TARGET_FILE:attnforge> emit ${db_args} ${mod_args} --specs "${spec_list}"
-            --targets "${ARG_TARGETS}" --out "${package}" ${python_args}
+            --targets "${ARG_TARGETS}" --out "${package}" ${backward_args} ${python_args}
     DEPENDS attnforge attnforge_runtime attnforge_spec attnforge_kernel_support ${db_depends} ${python_depends}
             ${mod_depends}
     COMMENT "Emitting the kernel package ${name}"

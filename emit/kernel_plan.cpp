@@ -5,11 +5,13 @@
 #include <map>
 #include <set>
 
+#include "schedules/backward_schedule.h"
 #include "schedules/cuda_limits.h"
 #include "schedules/layer_schedule.h"
 #include "schedules/one_query_tiles.h"
 #include "schedules/presets.h"
 #include "schedules/space.h"
+#include "spec/backward_arguments.h"
 #include "spec/layer_spec.h"
 #include "spec/shape_bucket.h"
 
@@ -151,6 +153,34 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
   return kernels;
 }
 
+// A spec's backward kernel on one target, under the first backward preset
+// that fits (the naive schedule where none does).
+void plan_backward(const AttentionSpec& spec, size_t t, const EmitTarget& target,
+                   KernelPlan& result) {
+  const std::string text = spec.to_string();
+  if (target.cuda) {
+    result.skipped.push_back(text + " backward on " + target.tag +
+                             ": the backward pass has CPU kernels only");
+    return;
+  }
+  std::string preset = "naive";
+  for (const char* name : {"backward_avx512", "backward_avx2"}) {
+    if (!schedules::check_backward(schedules::load_backward_preset(name), spec, target.target)) {
+      preset = name;
+      break;
+    }
+  }
+  PlannedKernel k{"attnforge_" + target.tag + "_" + symbol(text) + "_backward",
+                  spec,
+                  t,
+                  "backward",
+                  {0, 0, 0},
+                  preset,
+                  "backward preset " + preset};
+  k.backward = true;
+  result.kernels.push_back(std::move(k));
+}
+
 // A layer's kernels on one target: the generic kernel, the first layer preset
 // that fits, and the tuned ones.
 void plan_layer(const autotune::Database& database, const LayerSpec& layer, size_t t,
@@ -193,13 +223,23 @@ std::optional<AttentionSpec> run_time_window_instead(const AttentionSpec& spec,
 
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs,
-                        const std::vector<LayerSpec>& extra_layers) {
+                        const std::vector<LayerSpec>& extra_layers,
+                        const std::vector<AttentionSpec>& backward_specs) {
   KernelPlan result;
   std::map<std::string, AttentionSpec> specs;  // by canonical string: sorted, unique
   std::map<std::string, LayerSpec> layers;
+  std::map<std::string, AttentionSpec> backward;  // specs without .lse
+  std::vector<AttentionSpec> forward_specs = extra_specs;
+  for (AttentionSpec spec : backward_specs) {
+    spec.return_lse = false;
+    if (auto misfit = backward_misfit(spec)) throw *misfit;
+    backward.emplace(spec.to_string(), spec);
+    spec.return_lse = true;
+    forward_specs.push_back(spec);
+  }
   std::vector<Record> shipped = database.winners({"", kShippedKinds, {}});
   for (Record& r : database.estimated_winners({"", kShippedKinds, {}})) shipped.push_back(r);
-  for (const AttentionSpec& spec : extra_specs) {
+  for (const AttentionSpec& spec : forward_specs) {
     if (auto per_call = run_time_window_instead(spec, shipped, targets)) {
       result.served_by_other.push_back(spec.to_string() + ": no tuned kernel; served by " +
                                        per_call->to_string() + ", the window given per call");
@@ -282,6 +322,7 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
       }
     }
     for (const auto& [text, layer] : layers) plan_layer(database, layer, t, target, result);
+    for (const auto& [text, spec] : backward) plan_backward(spec, t, target, result);
   }
   return result;
 }

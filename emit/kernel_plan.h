@@ -32,6 +32,7 @@ struct PlannedKernel {
   std::string schedule;            // schedule JSON, a preset name or "naive"
   std::string origin;              // where the schedule comes from, for the manifest
   std::optional<LayerSpec> layer;  // a whole MHA layer's kernel; spec is then its attention
+  bool backward = false;           // spec's backward kernel (attention_backward's)
 
   // The canonical spec the kernel table names: the layer's when it is one.
   std::string spec_text() const { return layer ? layer->to_string() : spec.to_string(); }
@@ -52,8 +53,12 @@ struct KernelPlan {
 // A window spec with no tuned record is planned as its `window` spec (sizes
 // given per call): one kernel then serves every window, as fast as a
 // compiled one, where each compiled window would need its own.
+// backward_specs: specs whose backward kernel ships too (CPU targets, the
+// first backward preset that fits), with their forward kernel returning the
+// lse (`.lse`) that the backward reads.
 KernelPlan plan_kernels(const autotune::Database& database, const std::vector<EmitTarget>& targets,
                         const std::vector<AttentionSpec>& extra_specs,
-                        const std::vector<LayerSpec>& extra_layers = {});
+                        const std::vector<LayerSpec>& extra_layers = {},
+                        const std::vector<AttentionSpec>& backward_specs = {});
 
 }  // namespace attnforge::emit

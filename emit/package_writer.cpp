@@ -122,6 +122,9 @@ std::vector<PlannedKernel> compile_kernels(
       if (k.layer) {
         autotune::build_layer_aot(*k.layer, target, k.schedule, work, k.function,
                                   autotune::AotOutput::object);
+      } else if (k.backward) {
+        autotune::build_backward_aot(k.spec, target, k.schedule, work, k.function,
+                                     autotune::AotOutput::object);
       } else {
         autotune::build_aot({k.spec, target, k.schedule}, work, k.function,
                             autotune::AotOutput::object);
@@ -142,7 +145,7 @@ std::vector<PlannedKernel> compile_kernels(
     if (outcomes[n].status == autotune::Status::ok) {
       progress(fmt::format("[{}/{}] {} ({})", n + 1, plan.size(), k.function, k.origin));
       built.push_back(k);
-    } else if (k.bucket.rfind("generic", 0) != 0) {
+    } else if (k.bucket.rfind("generic", 0) != 0 && !k.backward) {
       progress(fmt::format("[{}/{}] {} left out: {}", n + 1, plan.size(), k.function,
                            outcomes[n].detail));
     } else {
@@ -183,6 +186,7 @@ std::string kernel_table_source(const std::vector<PlannedKernel>& plan,
                                                     key_range_heads(k.spec))
                                       : ", nullptr, 0";
     }
+    if (k.backward) modifier = ", nullptr, 0, nullptr, 0, 1";
     text += fmt::format(
         "    {{\"{0}\", \"{1}\", \"{2}\", &{0}_argv, 0x{3:x}u, {4}, {5}, {6}, {7}, {8}, "
         "{9}{10}}},\n",

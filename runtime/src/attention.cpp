@@ -206,6 +206,9 @@ std::vector<KernelChoice> available_kernels() {
   for (const runtime::RegisteredKernel& k : runtime::registered_kernels()) {
     kernels.push_back(runtime::describe(*k.entry));
   }
+  for (const runtime::RegisteredKernel& k : runtime::registered_backward_kernels()) {
+    kernels.push_back(runtime::describe(*k.entry));
+  }
   for (const runtime::RegisteredLayer& k : runtime::registered_layers()) {
     kernels.push_back(runtime::describe(*k.entry));
   }

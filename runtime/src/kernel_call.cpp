@@ -36,7 +36,7 @@ KernelChoice describe(const KernelEntry& e) {
   auto size = [](int value) { return value == 0 ? std::string("*") : std::to_string(value); };
   std::string bucket =
       "b" + size(e.bucket_batch) + ".q" + size(e.bucket_q_len) + ".k" + size(e.bucket_kv_len);
-  if (bucket == "b*.q*.k*") bucket = "generic";
+  if (bucket == "b*.q*.k*") bucket = e.backward ? "backward" : "generic";
   if (e.bucket_batch == 0 && e.bucket_kv_len == 0 && e.bucket_q_len != 0) {
     bucket = "generic.q" + size(e.bucket_q_len);
   }

@@ -16,12 +16,13 @@ namespace {
 // The package's attention kernels (Spec = AttentionSpec, RegisteredKernel)
 // or layer kernels (LayerSpec, RegisteredLayer).
 template <typename Spec, typename Registered>
-std::vector<Registered> parse_package() {
+std::vector<Registered> parse_package(bool backward = false) {
   std::vector<Registered> kernels;
   const KernelPackage& package = attnforge_kernel_package;
   for (int n = 0; n < package.count; ++n) {
     const char* text = package.entries[n].spec;
     if (names_a_layer(text) != std::is_same_v<Spec, LayerSpec>) continue;
+    if ((package.entries[n].backward != 0) != backward) continue;
     // The emitter wrote canonical specs; one that does not parse is skipped, not fatal.
     try {
       kernels.push_back({&package.entries[n], Spec::parse(text)});
@@ -98,6 +99,12 @@ const std::vector<RegisteredKernel>& registered_kernels() {
   return kernels;
 }
 
+const std::vector<RegisteredKernel>& registered_backward_kernels() {
+  static const std::vector<RegisteredKernel> kernels =
+      parse_package<AttentionSpec, RegisteredKernel>(true);
+  return kernels;
+}
+
 const std::vector<RegisteredLayer>& registered_layers() {
   static const std::vector<RegisteredLayer> layers = parse_package<LayerSpec, RegisteredLayer>();
   return layers;
@@ -138,7 +145,9 @@ const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_fea
 }
 
 const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
-                               const std::string& cuda_missing, Status* status) {
+                               const std::string& cuda_missing, Status* status, bool backward) {
+  const std::vector<RegisteredKernel>& kernels =
+      backward ? registered_backward_kernels() : registered_kernels();
   const bool cuda = call.device == Device::cuda;
   bool same_spec = false, same_device = false;
   int alignment_needed = 0;  // of the kernels the call's rows are too unaligned for
@@ -146,7 +155,7 @@ const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
   double best_score = -1.0;
   // A kernel with the call's window compiled in beats every one taking it per call.
   constexpr double kOwnWindow = 1e9;
-  for (const RegisteredKernel& k : registered_kernels()) {
+  for (const RegisteredKernel& k : kernels) {
     if (!serves(k.spec, call.spec, call.modifier)) continue;
     same_spec = true;
     if ((k.entry->cuda != 0) != cuda) continue;
@@ -170,12 +179,14 @@ const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
   }
   std::string spec = call.spec.to_string();
   if (!call.modifier.empty()) spec += " with modifier " + call.modifier;
+  if (backward) spec += " backward";
   if (!same_spec) {
     *status = {ErrorCode::no_kernel,
                fmt::format("no emitted kernel computes {} (head dim {}, {} heads, {} kv heads); "
-                           "this package has: {}",
+                           "this package has: {}{}",
                            spec, call.spec.head_dim, call.spec.heads, call.spec.kv_heads,
-                           listed_specs(registered_kernels(), "no kernels"))};
+                           listed_specs(kernels, "no kernels"),
+                           backward ? " (backward kernels: `attnforge emit --backward`)" : "")};
   } else if (!same_device) {
     *status = {ErrorCode::no_kernel,
                fmt::format("the package has no {} kernel for {}", cuda ? "CUDA" : "CPU", spec)};

@@ -25,15 +25,18 @@ struct RegisteredLayer {
   LayerSpec spec;
 };
 
-// Parsed once from attnforge_kernel_package: its attention kernels, and its
-// layer kernels (whose specs start with self. or cross.).
+// Parsed once from attnforge_kernel_package: its attention kernels, their
+// backward kernels, and its layer kernels (whose specs start with self. or cross.).
 const std::vector<RegisteredKernel>& registered_kernels();
+const std::vector<RegisteredKernel>& registered_backward_kernels();
 const std::vector<RegisteredLayer>& registered_layers();
 
 // nullptr when none fits; `status` then says why, listing what exists.
 // cuda_missing: why CUDA kernels cannot run here, empty when they can.
+// backward: among the backward kernels.
 const RegisteredKernel* choose(const ValidatedCall& call, uint32_t cpu_features,
-                               const std::string& cuda_missing, Status* status);
+                               const std::string& cuda_missing, Status* status,
+                               bool backward = false);
 
 // The same choice among the layer kernels (CPU only).
 const KernelEntry* choose_layer(const ValidatedLayerCall& call, uint32_t cpu_features,

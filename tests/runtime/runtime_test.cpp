@@ -128,7 +128,7 @@ TEST(Runtime, BadLseIsNamedAndNothingIsWritten) {
 }
 
 TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
-  int generic = 0, short_queries = 0, one_row = 0, tuned = 0, cuda = 0, layers = 0;
+  int generic = 0, short_queries = 0, one_row = 0, tuned = 0, cuda = 0, layers = 0, backward = 0;
   for (const KernelChoice& k : available_kernels()) {
     if (k.spec.rfind("self.", 0) == 0 || k.spec.rfind("cross.", 0) == 0) {
       ++layers;
@@ -139,17 +139,21 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.bucket == "generic") ++generic;
     if (k.bucket == "generic.q16") ++short_queries;
     if (k.bucket == "generic.q1") ++one_row;
+    if (k.bucket == "backward") ++backward;
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  // Every spec for avx2, host and CUDA, but the paged and 8-bit caches, the
-  // modifier and lse (7 specs) on CUDA; the two f16 specs' tensor-core
+  // Every spec (the 4 backward specs' .lse forwards among them, 3 of them
+  // new) for avx2, host and CUDA, but the paged and 8-bit caches, the
+  // modifier and lse (10 specs) on CUDA; the two f16 specs' tensor-core
   // generic kernels on CUDA have an unaligned fallback, a generic kernel too.
-  EXPECT_EQ(generic, 15 * 3 - 7 + 2);
-  EXPECT_EQ(short_queries, 15 * 3 - 7);
+  EXPECT_EQ(generic, 18 * 3 - 10 + 2);
+  EXPECT_EQ(short_queries, 18 * 3 - 10);
   // The CPU one-row kernels of the specs whose decoder tiles hold more than
-  // one query's rows: the three MHA specs and the two groups of 2 heads.
-  EXPECT_EQ(one_row, 5 * 2);
+  // one query's rows: the five MHA specs and the two groups of 2 heads.
+  EXPECT_EQ(one_row, 7 * 2);
+  // The 4 backward specs' backward kernels, for avx2 and host only.
+  EXPECT_EQ(backward, 4 * 2);
   // The two correct x86 records for avx2 and host, and the CUDA one; the
   // wrong one never.
   EXPECT_EQ(tuned, 5);

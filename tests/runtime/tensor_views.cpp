@@ -15,9 +15,11 @@ AttentionOptions mask_options(const AttentionSpec& spec) {
   return o;
 }
 
-RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
+RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c)
+    : RuntimeCall(spec, c.arguments()) {}
+
+RuntimeCall::RuntimeCall(const AttentionSpec& spec, KernelArguments& args) {
   RuntimeCall& call = *this;
-  KernelArguments& args = c.arguments();
   call.q = view_of(*args.q);
   call.k = view_of(*args.k);
   call.v = view_of(*args.v);
@@ -58,6 +60,37 @@ RuntimeCall::RuntimeCall(const AttentionSpec& spec, AttentionCase& c) {
   if (args.lse) {
     call.lse = view_of(*args.lse);
     o.lse = &call.lse;
+  }
+}
+
+BackwardRuntimeCall::BackwardRuntimeCall(const AttentionSpec& spec, BackwardCase& c) {
+  BackwardArguments& args = c.arguments();
+  q = view_of(*args.q);
+  k = view_of(*args.k);
+  v = view_of(*args.v);
+  out = view_of(*args.out);
+  d_out = view_of(*args.d_out);
+  lse = view_of(*args.lse);
+  dq = view_of(*args.dq);
+  dk = view_of(*args.dk);
+  dv = view_of(*args.dv);
+  options = mask_options(spec);
+  options.scale = args.scale;
+  if (spec.run_time_window) {
+    options.window_left = args.window_left;
+    options.window_right = args.window_right;
+  }
+  if (args.key_lengths) {
+    key_lengths = view_of(*args.key_lengths);
+    options.key_lengths = &key_lengths;
+  }
+  if (args.bias) {
+    bias = view_of(*args.bias);
+    options.bias = &bias;
+  }
+  if (args.alibi_slopes) {
+    alibi_slopes = view_of(*args.alibi_slopes);
+    options.alibi_slopes = &alibi_slopes;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "attnforge/halide_view.h"
 #include "spec/attention_spec.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/backward_case.h"
 
 namespace attnforge::testing {
 
@@ -20,6 +21,7 @@ AttentionOptions mask_options(const AttentionSpec& spec);
 // outlive it. Not copyable: the options point into it.
 struct RuntimeCall {
   RuntimeCall(const AttentionSpec& spec, AttentionCase& c);
+  RuntimeCall(const AttentionSpec& spec, KernelArguments& args);
   RuntimeCall(const RuntimeCall&) = delete;
   RuntimeCall& operator=(const RuntimeCall&) = delete;
 
@@ -28,6 +30,19 @@ struct RuntimeCall {
   AttentionOptions options;
 
   Status run() { return attention(q, k, v, out, options); }
+};
+
+// Views of a backward case's tensors and the forward options of its spec.
+struct BackwardRuntimeCall {
+  BackwardRuntimeCall(const AttentionSpec& spec, BackwardCase& c);
+  BackwardRuntimeCall(const BackwardRuntimeCall&) = delete;
+  BackwardRuntimeCall& operator=(const BackwardRuntimeCall&) = delete;
+
+  TensorView q, k, v, out, d_out, lse, dq, dk, dv;
+  TensorView key_lengths, bias, alibi_slopes;
+  AttentionOptions options;
+
+  Status run() { return attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, options); }
 };
 
 // A causal GQA call (8 query heads over 2, D 64) whose tensors say they are

@@ -147,6 +147,20 @@ struct AttentionOptions {
 Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
                  const TensorView& out, const AttentionOptions& options = {});
 
+// The gradients of attention(q, k, v, out, options) for a loss whose gradient
+// by out is d_out: writes dq (as q), dk and dv (as k and v; each KV head's
+// summed over its query heads). lse is the forward call's
+// AttentionOptions::lse, f32 [B, H, Lq]; out is its output. options are the
+// forward call's: mask, alignment, window, key_lengths, bias, alibi_slopes,
+// scale and softcap; weights, lse, page_table, cu_seqlens, 8-bit caches and
+// modifiers are refused. A row that sees no key has zero gradients. CPU
+// only; the package needs the spec's backward kernel (`attnforge emit
+// --backward`). On any error nothing is written to dq, dk or dv.
+Status attention_backward(const TensorView& q, const TensorView& k, const TensorView& v,
+                          const TensorView& out, const TensorView& d_out, const TensorView& lse,
+                          const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                          const AttentionOptions& options = {});
+
 // The kernel attention() would run for these arguments (after the same
 // validation), for logs and tests.
 struct KernelChoice {
@@ -154,7 +168,8 @@ struct KernelChoice {
   std::string spec;      // its spec, e.g. causal.gqa8x2.d64.f32 or self.dm512.causal.mha8.d64.f32
   std::string target;    // the Halide target it was compiled for
   std::string bucket;    // the shape bucket it was tuned for (b1.q2048.k2048), "generic",
-                         // or "generic.q16" (the generic kernel for up to 16 query rows)
+                         // "generic.q16" (the generic kernel for up to 16 query rows),
+                         // "generic.q1" (one row) or "backward" (attention_backward's)
 };
 Status choose_kernel(const TensorView& q, const TensorView& k, const TensorView& v,
                      const TensorView& out, const AttentionOptions& options, KernelChoice* choice);

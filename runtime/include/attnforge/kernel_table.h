@@ -63,6 +63,8 @@ struct KernelEntry {
   // the table's head extent (1, or H where the rule reads the head).
   int (*key_ranges_argv)(void** args);
   int key_range_heads;
+  // 1: the backward pass of `spec` (dq, dk and dv; spec/backward_arguments.h's argv).
+  int backward;
 };
 
 struct KernelPackage {
