@@ -36,7 +36,8 @@ function(attnforge_emit_package name)
     set(python_depends "${PROJECT_SOURCE_DIR}/python/module.cpp"
                        "${PROJECT_SOURCE_DIR}/python/CMakeLists.txt"
                        "${PROJECT_SOURCE_DIR}/python/attnforge/__init__.py"
-                       "${PROJECT_SOURCE_DIR}/python/attnforge/key_positions.py")
+                       "${PROJECT_SOURCE_DIR}/python/attnforge/key_positions.py"
+                       "${PROJECT_SOURCE_DIR}/python/attnforge/torch.py")
   endif ()
   add_custom_command(
     OUTPUT "${package}/lib/libattnforge_kernels.a" "${package}/lib/libattnforge_halide_runtime.a"

@@ -60,8 +60,8 @@ void write_python_module(const PythonToolchain& toolchain, const fs::path& packa
   progress("Python module");
   const fs::path folder = package / "python";
   fs::create_directories(folder / "attnforge");
-  for (const char* file :
-       {"module.cpp", "CMakeLists.txt", "attnforge/__init__.py", "attnforge/key_positions.py"}) {
+  for (const char* file : {"module.cpp", "CMakeLists.txt", "attnforge/__init__.py",
+                           "attnforge/key_positions.py", "attnforge/torch.py"}) {
     fs::copy_file(toolchain.sources / file, folder / file, fs::copy_options::overwrite_existing);
   }
   const fs::path build = folder / ".build";

@@ -148,6 +148,22 @@ Result attention(const Array& q, const Array& k, const Array& v, const Array& ou
   return result(status);
 }
 
+Result attention_backward(const Array& q, const Array& k, const Array& v, const Array& out,
+                          const Array& d_out, const Array& lse, const Array& dq, const Array& dk,
+                          const Array& dv, const MaskArguments& m) {
+  MaskViews views;
+  const attnforge::AttentionOptions o = options_of(m, views);
+  const TensorView tq = view(q, "q"), tk = view(k, "k"), tv = view(v, "v"), tout = view(out, "out");
+  const TensorView td_out = view(d_out, "d_out"), tlse = view(lse, "lse");
+  const TensorView tdq = view(dq, "dq"), tdk = view(dk, "dk"), tdv = view(dv, "dv");
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = attnforge::attention_backward(tq, tk, tv, tout, td_out, tlse, tdq, tdk, tdv, o);
+  }
+  return result(status);
+}
+
 Result write_quantized_rows(const Array& rows, const Array& positions, const Array& cache,
                             const Array& scales, const Optional& page_table) {
   TensorView page_view;
@@ -209,6 +225,9 @@ NB_MODULE(_attnforge, m) {
         nb::arg("cu_seqlens_k").none(), nb::arg("weights").none(), nb::arg("lse").none(),
         nb::arg("k_scale").none(), nb::arg("v_scale").none(), nb::arg("modifier"),
         nb::arg("modifier_tensors"), nb::arg("key_range_cache").none());
+  m.def("attention_backward", &attention_backward, nb::arg("q"), nb::arg("k"), nb::arg("v"),
+        nb::arg("out"), nb::arg("d_out"), nb::arg("lse"), nb::arg("dq"), nb::arg("dk"),
+        nb::arg("dv"), nb::arg("mask_arguments"));
   nb::class_<attnforge::ModifierKeyRangeCache>(m, "ModifierKeyRangeCache")
       .def(nb::init<>())
       .def_prop_ro("computed", &attnforge::ModifierKeyRangeCache::computed)

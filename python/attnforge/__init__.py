@@ -6,6 +6,10 @@ or CUDA for CUDA kernels) without a copy. Layouts come from the strides, so a
     import attnforge
     out = attnforge.attention(q, k, v, mask="causal")
 
+Training: attention_backward() computes the gradients from the forward's
+out and lse; attnforge.torch.attention is the PyTorch operator with its
+gradient (autograd and torch.compile).
+
 Errors: ValueError for an invalid argument (the message names it, with the
 expected and the given shape); NoKernelError when the package has no kernel
 for the call; NoDeviceError for CUDA tensors without a CUDA device;
@@ -18,7 +22,7 @@ from . import _attnforge as _native
 # Keeps a modifier's key ranges across calls: attention(..., key_range_cache=).
 ModifierKeyRangeCache = _native.ModifierKeyRangeCache
 
-__all__ = ["attention", "mha_layer", "write_quantized_rows", "available_kernels",
+__all__ = ["attention", "attention_backward", "mha_layer", "write_quantized_rows", "available_kernels",
            "set_num_threads", "ModifierKeyRangeCache", "AttnforgeError",
            "NoKernelError", "NoDeviceError", "KernelError"]
 
@@ -149,6 +153,26 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
                              list((mod_tensors or {}).items()), key_range_cache))
     results = (out,) + ((weights_out,) if weights else ()) + ((lse_out,) if lse else ())
     return results if len(results) > 1 else out
+
+
+def attention_backward(q, k, v, out, d_out, lse, *, mask="none", alignment="top_left",
+                       window=(0, 0), key_lengths=None, bias=None, alibi_slopes=None, scale=None,
+                       softcap=None, dq=None, dk=None, dv=None):
+    """The gradients of attention(q, k, v, ...) for a loss whose gradient by
+    its output is d_out: (dq, dk, dv), shaped as q, k and v, dk and dv summed
+    over each KV head's query heads. out and lse ([B, H, Lq] float32) are the
+    forward's, from attention(..., lse=True); the mask options are the
+    forward's (no page table, packed batch, 8-bit cache or modifier). The
+    package needs the spec's backward kernel (attnforge emit --backward).
+    dq, dk, dv: written in place when given. CPU only.
+    """
+    dq = _empty_like(q, tuple(q.shape)) if dq is None else dq
+    dk = _empty_like(k, tuple(k.shape)) if dk is None else dk
+    dv = _empty_like(v, tuple(v.shape)) if dv is None else dv
+    arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale,
+                                softcap)
+    _check(_native.attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, arguments))
+    return dq, dk, dv
 
 
 def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "autotune/subprocess.h"
@@ -206,6 +207,39 @@ TEST(KernelPlan, OneQueryRowShipsTilesOfOneQuery) {
   const Schedule& pairs = one_row.at("causal.br.gqa8x4.d64.f32");
   EXPECT_EQ(pairs.query_tile, 2);
   EXPECT_TRUE(pairs.group_heads);
+}
+
+// --backward: each spec's backward kernel on CPU targets under the backward
+// preset of the target's lanes (the AVX2 one where the head dim has no
+// 16-lane vectors), and its .lse forward; specs without a backward refused.
+TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
+  autotune::TempDir dir;
+  KernelPlan plan =
+      plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,avx512,cuda"), {}, {},
+                   {AttentionSpec::parse("causal.br.kpad.gqa8x2.d64.f32.lse"),
+                    AttentionSpec::parse("full.mha2.d40.bf16")});
+  std::map<std::string, std::string> backward;  // function: schedule
+  std::set<std::string> forward;
+  for (const PlannedKernel& k : plan.kernels) {
+    if (k.backward) {
+      EXPECT_EQ(k.bucket, "backward");
+      EXPECT_FALSE(k.spec.return_lse);
+      backward.emplace(k.function, k.schedule);
+    } else if (k.bucket == "generic") {
+      forward.insert(k.spec.to_string());
+    }
+  }
+  EXPECT_EQ(backward,
+            (std::map<std::string, std::string>{
+                {"attnforge_avx2_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_avx2"},
+                {"attnforge_avx512_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_avx512"},
+                {"attnforge_avx2_full_mha2_d40_bf16_backward", "backward_avx2"},
+                {"attnforge_avx512_full_mha2_d40_bf16_backward", "backward_avx2"}}));
+  EXPECT_EQ(forward,
+            (std::set<std::string>{"causal.br.kpad.gqa8x2.d64.f32.lse", "full.mha2.d40.bf16.lse"}));
+  EXPECT_THROW(plan_kernels(database_of(dir, {}), parse_emit_targets("avx2"), {}, {},
+                            {AttentionSpec::parse("causal.br.kpad.page16.gqa8x2.d64.f32")}),
+               SpecError);
 }
 
 // f16 on CUDA: the tensor-core generic kernel, and for rows it cannot take

@@ -68,6 +68,26 @@ def reference(q, k, v, mask="none", alignment="top_left", window=(0, 0), key_len
     return out, weights, lse
 
 
+def gradient_reference(q, k, v, d_out, scale=None, **mask):
+    """(dq, dk, dv) in float64 from the definitions, P the reference's weights:
+    dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(P dP)), dQ = scale dS K,
+    dK = scale dS^T Q, dK and dV summed over each KV head's query heads."""
+    q64, k64, v64, grad = (np.asarray(t, dtype=np.float64) for t in (q, k, v, d_out))
+    batch, heads, _, dim = q64.shape
+    kv_heads, kv_len = k64.shape[1], k64.shape[2]
+    group = heads // kv_heads
+    _, p = reference(q, k, v, scale=scale, **mask)
+    scale = 1.0 / np.sqrt(dim) if scale is None else scale
+    k_rows, v_rows = np.repeat(k64, group, axis=1), np.repeat(v64, group, axis=1)
+    dv = np.einsum("bhij,bhid->bhjd", p, grad)
+    dp = np.einsum("bhid,bhjd->bhij", grad, v_rows)
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    dq = scale * np.einsum("bhij,bhjd->bhid", ds, k_rows)
+    dk = scale * np.einsum("bhij,bhid->bhjd", ds, q64)
+    per_kv_head = (batch, kv_heads, group, kv_len, dim)
+    return dq, dk.reshape(per_kv_head).sum(axis=2), dv.reshape(per_kv_head).sum(axis=2)
+
+
 def layer_reference(x, w_qkv, b_qkv, w_o, b_o, heads, **mask):
     """Self-attention layer in float64: x @ W + b, attention per head, output projection."""
     x = np.asarray(x, dtype=np.float64)
@@ -350,6 +370,58 @@ class Attention(unittest.TestCase):
         specs = {k["spec"] for k in attnforge.available_kernels()}
         self.assertIn("causal.gqa8x2.d64.f32", specs)
         self.assertIn("self.dm64.full.kpad.mha4.d16.f32", specs)
+
+
+class Backward(unittest.TestCase):
+    """attention_backward on the forward's out and lse, against gradient_reference."""
+
+    def setUp(self):
+        self.rng = np.random.default_rng(5)
+
+    def check(self, batch, heads, kv_heads, q_len, kv_len, dim, dtype, tolerance, **mask):
+        q, k, v = (random(self.rng, (batch, h, n, dim), dtype)
+                   for h, n in ((heads, q_len), (kv_heads, kv_len), (kv_heads, kv_len)))
+        d_out = random(self.rng, (batch, heads, q_len, dim), dtype)
+        out, lse = attnforge.attention(q, k, v, lse=True, **mask)
+        dq, dk, dv = attnforge.attention_backward(q, k, v, out, d_out, lse, **mask)
+        for got, expected in zip((dq, dk, dv), gradient_reference(q, k, v, d_out, **mask)):
+            self.assertEqual(got.dtype, dtype)
+            np.testing.assert_allclose(got.astype(np.float64), expected,
+                                       atol=tolerance * max(1.0, np.abs(expected).max()), rtol=0)
+
+    def test_causal_gqa_with_key_padding_and_a_row_without_keys(self):
+        for batch, q_len, kv_len in ((3, 7, 20), (1, 1, 1), (2, 70, 131)):
+            lengths = np.array([kv_len, 0, kv_len // 2][:batch], dtype=np.int32)
+            self.check(batch, 8, 2, q_len, kv_len, 64, np.float32, 2e-5, mask="causal",
+                       alignment="bottom_right", key_lengths=lengths)
+
+    def test_alibi_and_a_window_given_per_call_in_f16(self):
+        self.check(2, 2, 2, 19, 12, 32, np.float32, 2e-5, mask="causal", alignment="bottom_right",
+                   alibi_slopes=np.array([0.5, 0.25], dtype=np.float32))
+        lengths = np.array([40, 17], dtype=np.int32)
+        self.check(2, 2, 2, 9, 40, 32, np.float16, 1e-2, mask="sliding_window", window=(5, 2),
+                   alignment="bottom_right", key_lengths=lengths)
+
+    def test_gradients_are_written_in_place(self):
+        q, k, v = (random(self.rng, (1, 2, 9, 32), np.float32) for _ in range(3))
+        d_out = random(self.rng, (1, 2, 9, 32), np.float32)
+        args = dict(mask="causal", alignment="bottom_right", alibi_slopes=np.ones(2, np.float32))
+        out, lse = attnforge.attention(q, k, v, lse=True, **args)
+        dq, dk, dv = (np.full((1, 2, 9, 32), 7.0, np.float32) for _ in range(3))
+        got = attnforge.attention_backward(q, k, v, out, d_out, lse, dq=dq, dk=dk, dv=dv, **args)
+        self.assertTrue(all(a is b for a, b in zip(got, (dq, dk, dv))))
+        self.assertFalse(np.any(dq == 7.0))
+
+    def test_errors_name_the_argument_and_nothing_is_written(self):
+        q, k, v = (random(self.rng, (1, 2, 9, 32), np.float32) for _ in range(3))
+        args = dict(mask="causal", alignment="bottom_right", alibi_slopes=np.ones(2, np.float32))
+        out, lse = attnforge.attention(q, k, v, lse=True, **args)
+        dq = np.full((1, 2, 8, 32), 7.0, np.float32)
+        with self.assertRaisesRegex(ValueError, r"dq: expected shape \[B, H, Lq, D\]"):
+            attnforge.attention_backward(q, k, v, out, out, lse, dq=dq, **args)
+        self.assertTrue(np.all(dq == 7.0))
+        with self.assertRaisesRegex(attnforge.NoKernelError, "backward"):
+            attnforge.attention_backward(q, k, v, out, out, lse, mask="causal")
 
 
 class Layer(unittest.TestCase):

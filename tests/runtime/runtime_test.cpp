@@ -44,6 +44,7 @@ std::set<std::string> packaged_attention_specs() {
   for (const KernelChoice& k : available_kernels()) {
     if (k.spec.rfind("self.", 0) == 0 || k.spec.rfind("cross.", 0) == 0) continue;
     if (AttentionSpec::parse(k.spec).modified()) continue;  // ModifierRuntimeTest
+    if (k.bucket == "backward") continue;                   // backward_runtime_test.cpp
     specs.insert(k.spec);
   }
   return specs;
@@ -51,7 +52,7 @@ std::set<std::string> packaged_attention_specs() {
 
 TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
   const std::set<std::string> specs = packaged_attention_specs();
-  EXPECT_EQ(specs.size(), 14u);
+  EXPECT_EQ(specs.size(), 17u);  // the backward specs' .lse forwards among them
   EXPECT_EQ(specs.count("causal.br.kpad.gqa8x2.d64.f32.lse"), 1u);  // out and lse
   // A head dim of five 8-lane vectors: on an AVX-512 host its kernels are 8 lanes wide.
   EXPECT_EQ(specs.count("causal.br.kpad.gqa4x2.d40.f32"), 1u);
