@@ -50,11 +50,11 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
   const Halide::Var ii = f.query_in_block, qb = f.query_block;
   const Halide::Expr query = qb * QB + ii;
   const Halide::Expr key_begin = terms.key_range_begin(qb * QB, v.b);
-  const Halide::Expr key_end = terms.key_range_end(Halide::min(qb * QB + QB - 1, in.q_len - 1), v.b);
+  const Halide::Expr key_end =
+      terms.key_range_end(Halide::min(qb * QB + QB - 1, in.q_len - 1), v.b);
   f.over_keys.where(rk >= key_begin / KB * KB && rk < key_end);
   f.dq_sum(v.d, ii, qb, v.h, v.b) = 0.0f;
-  f.dq_sum(v.d, ii, qb, v.h, v.b) +=
-      f.d_scores(rk, query, v.h, v.b) * f.k_rows(v.d, rk, v.h, v.b);
+  f.dq_sum(v.d, ii, qb, v.h, v.b) += f.d_scores(rk, query, v.h, v.b) * f.k_rows(v.d, rk, v.h, v.b);
   f.dq(v.d, v.i, v.h, v.b) = terms.to_storage(f.dq_sum(v.d, v.i % QB, v.i / QB, v.h, v.b));
 
   // dK and dV per key block of KV head v.h, over its query heads

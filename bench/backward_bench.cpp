@@ -100,8 +100,8 @@ std::vector<std::pair<std::string, std::string>> backward_schedules(
   std::vector<std::pair<std::string, std::string>> chosen;
   if (options.presets) {
     const bool every = options.preset_names.empty();
-    for (const std::string& name : every ? schedules::backward_preset_names()
-                                         : options.preset_names) {
+    for (const std::string& name :
+         every ? schedules::backward_preset_names() : options.preset_names) {
       auto misfit = schedules::check_backward(schedules::load_backward_preset(name), spec, host);
       if (misfit && !every) throw *misfit;
       if (!misfit) chosen.emplace_back(name, name);
@@ -147,9 +147,9 @@ std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
       std::vector<Implementation> impls;
       impls.push_back({"naive", std::make_unique<JitAttentionBackward>(spec, host)});
       for (const auto& [name, schedule] : backward_schedules(options, spec, host)) {
-        impls.push_back({name, std::make_unique<JitAttentionBackward>(
-                                   spec, host, std::map<std::string, std::string>{
-                                                   {"schedule", schedule}})});
+        impls.push_back(
+            {name, std::make_unique<JitAttentionBackward>(
+                       spec, host, std::map<std::string, std::string>{{"schedule", schedule}})});
       }
       if (options.autoschedulers) {
         for (const autotune::HalideAutoscheduler& a :

@@ -1,10 +1,9 @@
 // The backward pass's benchmark: dQ, dK and dV of each shape and spec from the
-// naive backward schedule, the backward presets the host runs, Halide's x86 autoschedulers on the backward
-// algorithm, and PyTorch's SDPA backward, timed in one run on the same inputs
-// (the forward's out and lse from an online kernel with .lse). Rated at 2.5x
-// the forward's FLOPs (FlashAttention's convention) against the FMA peak
-// measured in the run. Every implementation's gradients are checked against
-// the naive kernel's before it is timed.
+// naive backward schedule, the backward presets the host runs, Halide's x86 autoschedulers on the
+// backward algorithm, and PyTorch's SDPA backward, timed in one run on the same inputs (the
+// forward's out and lse from an online kernel with .lse). Rated at 2.5x the forward's FLOPs
+// (FlashAttention's convention) against the FMA peak measured in the run. Every implementation's
+// gradients are checked against the naive kernel's before it is timed.
 #pragma once
 
 #include <string>
@@ -25,7 +24,7 @@ struct BackwardBenchOptions {
   bool presets = true;
   std::vector<std::string> preset_names;  // backward presets; empty: every one the host runs
   std::vector<std::string> schedules;     // backward schedule JSON, rows "schedule 1", ...
-  std::string torch_python;  // empty: no torch row
+  std::string torch_python;               // empty: no torch row
 };
 
 // Runs every row; prints progress and what was not timed to stderr.

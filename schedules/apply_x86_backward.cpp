@@ -22,8 +22,8 @@ struct PassLoops {
 
 // Splits an output's rows into blocks, vectorizes its head dim and runs
 // blocks, heads and batch in parallel as one loop.
-void tile_rows_in_parallel(Func out, const AttentionVars& v, const Var& rows, int block,
-                           int lanes, const PassLoops& loops) {
+void tile_rows_in_parallel(Func out, const AttentionVars& v, const Var& rows, int block, int lanes,
+                           const PassLoops& loops) {
   out.split(rows, loops.blocks, loops.in_block, block, TailStrategy::GuardWithIf)
       .reorder(v.d, loops.in_block, loops.blocks, v.h, v.b)
       .vectorize(v.d, lanes)
@@ -99,8 +99,8 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   f.key_sums.compute_at(outputs.dk, keys.blocks);
   const RVar query_head = f.over_queries.y;
   const RVar query_steps = chunked_register_tile(
-      f.key_sums, v.d, f.key_in_block, f.over_queries.x, s.query_block, lanes, grad_vectors, s.grad_rows,
-      LoopLevel(outputs.dk, keys.blocks), 1, {query_head});
+      f.key_sums, v.d, f.key_in_block, f.over_queries.x, s.query_block, lanes, grad_vectors,
+      s.grad_rows, LoopLevel(outputs.dk, keys.blocks), 1, {query_head});
   // Scores along keys, so K and V are read transposed: copied per query head.
   const LoopLevel key_step(f.key_sums, query_steps);
   const LoopLevel per_head(f.key_sums, query_head);

@@ -23,19 +23,23 @@ const S kAvx2 = {64, 64, 8, 2, 4, 2, 2};
 
 const std::vector<BackwardKnob>& backward_knobs() {
   static const std::vector<BackwardKnob> knobs = {
-      {"key_block", &S::key_block,
+      {"key_block",
+       &S::key_block,
        "Keys per block: the dK/dV pass's parallel tile, and the dQ pass's step over keys.",
        {32, 64, 128}},
-      {"query_block", &S::query_block,
+      {"query_block",
+       &S::query_block,
        "Queries per block: the dQ pass's parallel tile, and the dK/dV pass's step over queries.",
        {32, 64, 128}},
       {"vector_width", &S::vector_width, "f32 lanes per vector: 8 (AVX2) or 16 (AVX-512).", {}},
-      {"score_vectors", &S::score_vectors,
+      {"score_vectors",
+       &S::score_vectors,
        "Vectors per register tile of q.k and dO.v (along keys in the dK/dV pass, queries in the "
        "dQ pass).",
        {1, 2, 3}},
       {"score_rows", &S::score_rows, "Rows per register tile of q.k and dO.v.", {2, 3, 4, 6}},
-      {"grad_vectors", &S::grad_vectors,
+      {"grad_vectors",
+       &S::grad_vectors,
        "Head-dim vectors per register tile of dK, dV (summed together) and dQ.",
        {1, 2, 4}},
       {"grad_rows", &S::grad_rows, "Rows per register tile of dK, dV and dQ.", {1, 2, 4}},
@@ -73,8 +77,8 @@ std::vector<std::string> backward_preset_names() {
 BackwardSchedule load_backward_preset(const std::string& name) {
   if (name == "backward_avx2") return kAvx2;
   if (name == "backward_avx512") return kAvx512;
-  throw ScheduleError("preset",
-                      "'" + name + "' is unknown; backward presets: backward_avx2, backward_avx512");
+  throw ScheduleError(
+      "preset", "'" + name + "' is unknown; backward presets: backward_avx2, backward_avx512");
 }
 
 BackwardSchedule resolve_backward_schedule(const std::string& choice) {

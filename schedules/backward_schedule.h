@@ -44,7 +44,7 @@ struct BackwardSchedule {
 
 struct BackwardKnob {
   const char* name;
-  int BackwardSchedule::* field;
+  int BackwardSchedule::*field;
   const char* meaning;
   std::vector<int> searched;  // the values a search tries
 };

@@ -49,7 +49,8 @@ Status attention_backward(const TensorView& q, const TensorView& k, const Tensor
   args.dk = wrap(&dk, tdk);
   args.dv = wrap(&dv, tdv);
   if (error != 0) {
-    return {ErrorCode::kernel_failed, fmt::format("wrapping a tensor failed (Halide error {})", error)};
+    return {ErrorCode::kernel_failed,
+            fmt::format("wrapping a tensor failed (Halide error {})", error)};
   }
   args.scale = call.scale;
   args.window_left = options.window_left;

@@ -25,7 +25,8 @@ Status check_backward_options(const AttentionOptions& o) {
       {!o.modifier.empty(), "modifier", "modifiers have no gradient rule yet"},
   };
   for (const Refused& r : refused) {
-    if (r.given) return invalid(fmt::format("{}: not taken by attention_backward; {}", r.name, r.why));
+    if (r.given)
+      return invalid(fmt::format("{}: not taken by attention_backward; {}", r.name, r.why));
   }
   return Status::success();
 }

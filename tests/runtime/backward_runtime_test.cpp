@@ -15,8 +15,7 @@ namespace {
 
 // The specs the test package ships backward kernels for (tests/runtime/CMakeLists.txt).
 constexpr const char* kBackwardSpecs[] = {"causal.br.kpad.gqa8x2.d64.f32",
-                                          "full.bias.mqa4.d32.bf16",
-                                          "causal.br.alibi.mha2.d32.f32",
+                                          "full.bias.mqa4.d32.bf16", "causal.br.alibi.mha2.d32.f32",
                                           "window.br.kpad.mha2.d32.f16"};
 
 constexpr CaseShape kShapes[] = {{1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 70, 131}};

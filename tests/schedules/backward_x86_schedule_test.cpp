@@ -21,8 +21,8 @@ std::string host_preset() {
   return kernel_target().has_feature(Halide::Target::AVX512) ? "backward_avx512" : "backward_avx2";
 }
 
-constexpr std::initializer_list<CaseShape> kShapes = {
-    {1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 1, 40}, {1, 130, 67}, {1, 67, 130}};
+constexpr std::initializer_list<CaseShape> kShapes = {{1, 1, 1},  {2, 7, 33},   {3, 19, 12},
+                                                      {1, 1, 40}, {1, 130, 67}, {1, 67, 130}};
 
 void expect_schedule_matches_reference(const std::string& spec_text, const std::string& schedule,
                                        std::initializer_list<CaseShape> shapes = kShapes) {
@@ -35,24 +35,24 @@ void expect_schedule_matches_reference(const std::string& spec_text, const std::
       kernel.run(c.arguments());
       const Comparison result = c.compare();
       EXPECT_TRUE(result.ok) << spec_text << " " << schedule << " B" << shape.batch << " Lq"
-                             << shape.q_len << " Lk" << shape.kv_len << ": "
-                             << result.first_failure << " (max error " << result.max_error << ")";
+                             << shape.q_len << " Lk" << shape.kv_len << ": " << result.first_failure
+                             << " (max error " << result.max_error << ")";
     }
   }
 }
 
 TEST(BackwardX86Schedule, MasksMatchTheReference) {
-  for (const char* spec : {"full.mha2.d32.f32", "causal.mha2.d32.f32", "causal.br.mha2.d32.f32",
-                           "window5_2.mha2.d16.f32", "causal.br.kpad.mha2.d32.f32",
-                           "window.mha2.d16.f32"}) {
+  for (const char* spec :
+       {"full.mha2.d32.f32", "causal.mha2.d32.f32", "causal.br.mha2.d32.f32",
+        "window5_2.mha2.d16.f32", "causal.br.kpad.mha2.d32.f32", "window.mha2.d16.f32"}) {
     expect_schedule_matches_reference(spec, host_preset());
   }
 }
 
 TEST(BackwardX86Schedule, GroupedHeadsAndAdditiveTermsMatchTheReference) {
-  for (const char* spec : {"causal.gqa8x2.d32.f32", "full.kpad.mqa4.d16.f32",
-                           "causal.alibi.gqa4x2.d16.f32", "full.bias.mha2.d16.f32",
-                           "causal.br.softcap5.gqa4x2.d32.f32"}) {
+  for (const char* spec :
+       {"causal.gqa8x2.d32.f32", "full.kpad.mqa4.d16.f32", "causal.alibi.gqa4x2.d16.f32",
+        "full.bias.mha2.d16.f32", "causal.br.softcap5.gqa4x2.d32.f32"}) {
     expect_schedule_matches_reference(spec, host_preset());
   }
 }
