@@ -24,9 +24,15 @@ struct GradientInputs {
 // block of `queries` queries, each over only the queries (keys) that may see
 // its block, from a multiple of `queries` (`keys`) on. Blocks only bound the
 // sums: a skipped position's probability is exactly 0.
+// bf16_pairs (bf16 storage): every product over pairs, each pair one 32-bit
+// element (the form of a bf16 dot product instruction): q.k and dO.v over
+// pairs of head-dim elements, dK and dV over pairs of queries, dQ over pairs
+// of keys, with dS and P rounded to bf16 for the last three (as
+// FlashAttention's bf16 kernels round them).
 struct BackwardBlocks {
   int keys = 64;
   int queries = 64;
+  bool bf16_pairs = false;
 };
 
 struct BackwardFuncs {
@@ -34,23 +40,35 @@ struct BackwardFuncs {
   Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k of head h's kv head as f32, likewise
   Halide::Func v_rows{"v_rows"};          // (d, j, h, b) v likewise
   Halide::Func d_out_rows{"d_out_rows"};  // (d, i, h, b) dO as f32
-  Halide::Func scores{"scores"};          // (j, i, h, b) q . k
-  Halide::Func probs{"probs"};            // (j, i, h, b) exp(logit - lse), 0 where masked
-  Halide::Func d_probs{"d_probs"};        // (j, i, h, b) dO . v
-  Halide::Func out_dots{"out_dots"};      // (i, h, b) rowsum(dO * O)
-  Halide::Func d_scores{"d_scores"};      // (j, i, h, b) the loss's slope by q . k
-  Halide::Func dq{"dq"};                  // (d, i, h, b) storage dtype
-  Halide::Func dk{"dk"};                  // (d, j, kv head, b) storage dtype
-  Halide::Func dv{"dv"};                  // (d, j, kv head, b) storage dtype
+  // bf16_pairs: (pair, row, d / 2, h, b) in storage dtype, element d = 2 (d / 2) + pair.
+  Halide::Func q_pairs{"q_pairs"}, k_pairs{"k_pairs"}, v_pairs{"v_pairs"};
+  Halide::Func d_out_pairs{"d_out_pairs"};
+  Halide::Var pair{"pair"}, half{"half"};
+  // bf16_pairs, the gradients' products over pairs of rows in bf16:
+  // (pair, j, i / 2, h, b) dS and P, (pair, d, i / 2, h, b) Q and dO rows of
+  // queries 2 (i / 2) + pair; (pair, i, j / 2, h, b) dS, (pair, d, j / 2, h,
+  // b) K rows of keys 2 (j / 2) + pair. dS and P are 0 past Lq and Lk.
+  Halide::Func d_score_query_pairs{"d_score_query_pairs"}, prob_query_pairs{"prob_query_pairs"};
+  Halide::Func q_query_pairs{"q_query_pairs"}, d_out_query_pairs{"d_out_query_pairs"};
+  Halide::Func d_score_key_pairs{"d_score_key_pairs"}, k_key_pairs{"k_key_pairs"};
+  Halide::Func scores{"scores"};      // (j, i, h, b) q . k
+  Halide::Func probs{"probs"};        // (j, i, h, b) exp(logit - lse), 0 where masked
+  Halide::Func d_probs{"d_probs"};    // (j, i, h, b) dO . v
+  Halide::Func out_dots{"out_dots"};  // (i, h, b) rowsum(dO * O)
+  Halide::Func d_scores{"d_scores"};  // (j, i, h, b) the loss's slope by q . k
+  Halide::Func dq{"dq"};              // (d, i, h, b) storage dtype
+  Halide::Func dk{"dk"};              // (d, j, kv head, b) storage dtype
+  Halide::Func dv{"dv"};              // (d, j, kv head, b) storage dtype
   // The f32 sums dq, dk and dv store, per block: dq_sum (d, query in block,
   // query block, h, b); key_sums (d, key in block, key block, kv head, b), a
   // Tuple {dk, dv}: both sum over the same queries, so one loop nest computes them.
   Halide::Func dq_sum{"dq_sum"}, key_sums{"key_sums"};
   Halide::Var query_in_block{"query_in_block"}, query_block{"query_block"};
   Halide::Var key_in_block{"key_in_block"}, key_block{"key_block"};
-  Halide::RDom over_dim;      // d in scores, d_probs and out_dots
-  Halide::RDom over_keys;     // j in dq_sum
-  Halide::RDom over_queries;  // (i, query head in the KV group) in key_sums
+  Halide::RDom over_dim;   // d in scores and d_probs; with bf16_pairs (pair, d / 2)
+  Halide::RDom over_keys;  // j in dq_sum; with bf16_pairs (pair, j / 2)
+  // (i, query head in the KV group) in key_sums; with bf16_pairs (pair, i / 2, query head)
+  Halide::RDom over_queries;
 };
 
 BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& inputs,

@@ -197,9 +197,9 @@ TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSp
                                     const TorchBackwardInputs& inputs, double min_seconds) {
   TorchResult result;
   const bool causal = spec.mask == PositionMask::causal && spec.alignment == Alignment::top_left;
-  if (spec.dtype != DType::f32 || (spec.mask != PositionMask::none && !causal) ||
+  if (spec.dtype == DType::f16 || (spec.mask != PositionMask::none && !causal) ||
       spec.key_padding || spec.bias != BiasKind::none || spec.softcapped()) {
-    result.error = "the torch backward peer runs f32 with no mask or a top-left causal one";
+    result.error = "the torch backward peer runs f32 or bf16 with no mask or a top-left causal one";
     return result;
   }
   const size_t q_count = size_t(shape.batch) * spec.heads * shape.q_len * spec.head_dim;
@@ -216,6 +216,7 @@ TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSp
                                    "--min-time",
                                    fmt::format("{}", min_seconds)};
   if (causal) args.push_back("--causal");
+  if (spec.dtype == DType::bf16) args.push_back("--bf16");
   return run_script(python, ATTNFORGE_TORCH_BACKWARD_SCRIPT,
                     {{"q.bin", inputs.q, q_count},
                      {"k.bin", inputs.k, kv_count},

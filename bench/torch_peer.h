@@ -56,7 +56,8 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
 // output is dq, dk and dv one after another. Runs f32 with no mask or a
 // top-left causal one.
 struct TorchBackwardInputs {
-  const float *q, *k, *v, *d_out;  // (B, H or H_kv, L, D) dense
+  // (B, H or H_kv, L, D) dense; for a bf16 spec, values bf16 holds exactly.
+  const float *q, *k, *v, *d_out;
   float scale;
 };
 TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSpec& spec,

@@ -2,7 +2,7 @@
 """Times the backward pass of torch.nn.functional.scaled_dot_product_attention on
 the CPU: the gradients by q, k and v of an output gradient d_out, the forward run
 once beforehand and kept. Inputs are written by attnforge's backward benchmark as
-raw f32, dense [B, H, L, D]: q.bin, k.bin, v.bin, d_out.bin. Writes result.json
+raw f32 (with --bf16, values bf16 holds, run in bf16), dense [B, H, L, D]: q.bin, k.bin, v.bin, d_out.bin. Writes result.json
 and result.bin, dq, dk and dv one after another as raw f32. Timing as
 torch_timing.py's."""
 import argparse
@@ -21,15 +21,18 @@ def main():
     p.add_argument("--kv-heads", type=int, required=True)
     p.add_argument("--causal", action="store_true", help="a top-left causal mask")
     p.add_argument("--scale", type=float, required=True)
+    p.add_argument("--bf16", action="store_true", help="run in bfloat16 (the inputs hold bf16 values)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.5)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     b, h, lq, lk, d = (int(x) for x in a.shape.split("x"))
 
+    dtype = torch.bfloat16 if a.bf16 else torch.float32
+
     def load(name, heads, length):
         values = np.fromfile(os.path.join(a.dir, name), dtype=np.float32)
-        return torch.from_numpy(values.reshape(b, heads, length, d).copy())
+        return torch.from_numpy(values.reshape(b, heads, length, d).copy()).to(dtype)
 
     q = load("q.bin", h, lq).requires_grad_()
     k = load("k.bin", a.kv_heads, lk).requires_grad_()

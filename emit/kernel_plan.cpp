@@ -164,7 +164,7 @@ void plan_backward(const AttentionSpec& spec, size_t t, const EmitTarget& target
     return;
   }
   std::string preset = "naive";
-  for (const char* name : {"backward_avx512", "backward_avx2"}) {
+  for (const char* name : {"backward_bf16_avx512", "backward_avx512", "backward_avx2"}) {
     if (!schedules::check_backward(schedules::load_backward_preset(name), spec, target.target)) {
       preset = name;
       break;

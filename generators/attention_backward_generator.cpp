@@ -109,7 +109,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     score_inputs_.add_to(in);
     const AttentionVars vars;
     BackwardBlocks blocks;
-    if (tuned_) blocks = {tuned_->key_block, tuned_->query_block};
+    if (tuned_) blocks = {tuned_->key_block, tuned_->query_block, tuned_->bf16_dots == 1};
     BackwardFuncs f = build_backward(spec_, in, {out, d_out, *lse_}, vars, blocks);
     dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "schedule_check.h"
+
 namespace attnforge::schedules {
 
 namespace {
@@ -18,6 +20,8 @@ int accumulator_budget(const Halide::Target& target) {
 // key_block, query_block, vector_width, score_vectors x score_rows, grad_vectors x grad_rows.
 const S kAvx512 = {64, 64, 16, 2, 4, 2, 4};
 const S kAvx2 = {64, 64, 8, 2, 4, 2, 2};
+// bf16_dots last.
+const S kBf16Avx512 = {64, 64, 16, 2, 4, 2, 4, 1};
 
 }  // namespace
 
@@ -43,6 +47,10 @@ const std::vector<BackwardKnob>& backward_knobs() {
        "Head-dim vectors per register tile of dK, dV (summed together) and dQ.",
        {1, 2, 4}},
       {"grad_rows", &S::grad_rows, "Rows per register tile of dK, dV and dQ.", {1, 2, 4}},
+      {"bf16_dots",
+       &S::bf16_dots,
+       "1: q.k and dO.v as bf16 dot products (vdpbf16ps), for bf16 specs on AVX512_BF16.",
+       {0, 1}},
   };
   return knobs;
 }
@@ -62,8 +70,11 @@ BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
       if (key == k.name) knob = &k;
     }
     if (!knob) throw ScheduleError(key, "is not a knob of backward schedules");
-    if (!value.is_number_integer() || value.get<int>() < 1) {
-      throw ScheduleError(key, "must be a positive integer, got " + value.dump());
+    // Flags (bf16_dots) may be 0; sizes may not.
+    const int least = knob->field == &S::bf16_dots ? 0 : 1;
+    if (!value.is_number_integer() || value.get<int>() < least) {
+      throw ScheduleError(
+          key, fmt::format("must be an integer of at least {}, got {}", least, value.dump()));
     }
     schedule.*(knob->field) = value.get<int>();
   }
@@ -71,14 +82,16 @@ BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
 }
 
 std::vector<std::string> backward_preset_names() {
-  return {"backward_avx2", "backward_avx512"};
+  return {"backward_avx2", "backward_avx512", "backward_bf16_avx512"};
 }
 
 BackwardSchedule load_backward_preset(const std::string& name) {
   if (name == "backward_avx2") return kAvx2;
   if (name == "backward_avx512") return kAvx512;
-  throw ScheduleError(
-      "preset", "'" + name + "' is unknown; backward presets: backward_avx2, backward_avx512");
+  if (name == "backward_bf16_avx512") return kBf16Avx512;
+  throw ScheduleError("preset", "'" + name +
+                                    "' is unknown; backward presets: backward_avx2, "
+                                    "backward_avx512, backward_bf16_avx512");
 }
 
 BackwardSchedule resolve_backward_schedule(const std::string& choice) {
@@ -110,6 +123,14 @@ std::optional<ScheduleError> check_backward(const BackwardSchedule& s, const Att
   ATTNFORGE_REQUIRE(2 * s.grad_vectors * s.grad_rows <= budget, "grad_rows",
                     "a {}x{} dK and dV tile needs {} accumulators; the target keeps {}",
                     s.grad_vectors, s.grad_rows, 2 * s.grad_vectors * s.grad_rows, budget);
+  ATTNFORGE_REQUIRE(s.bf16_dots == 0 || s.bf16_dots == 1, "bf16_dots", "must be 0 or 1, got {}",
+                    s.bf16_dots);
+  if (s.bf16_dots) {
+    ATTNFORGE_REQUIRE(spec.dtype == DType::bf16, "bf16_dots", "needs bf16 storage, not {}",
+                      to_string(spec.dtype));
+    ATTNFORGE_REQUIRE(has_bf16_dots(target), "bf16_dots",
+                      "'{}' has no bf16 dot products (AVX512_BF16)", target.to_string());
+  }
   const int score_lanes = lanes * s.score_vectors;
   for (auto [name, block] : {std::pair{"key_block", s.key_block}, {"query_block", s.query_block}}) {
     ATTNFORGE_REQUIRE(block % score_lanes == 0, name,

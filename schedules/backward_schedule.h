@@ -36,6 +36,7 @@ struct BackwardSchedule {
   int score_rows = 4;     // ... by rows
   int grad_vectors = 2;   // dK/dV and dQ register tiles: head-dim vectors ...
   int grad_rows = 2;      // ... by rows (keys for dK/dV, queries for dQ)
+  int bf16_dots = 0;      // 1: q.k and dO.v as bf16 dot products (bf16 storage, AVX512_BF16)
 
   nlohmann::json to_json() const;
   // Throws ScheduleError naming the first unknown or ill-typed field.
@@ -52,7 +53,8 @@ struct BackwardKnob {
 // Every knob, in JSON order.
 const std::vector<BackwardKnob>& backward_knobs();
 
-// Hand-tuned backward schedules: backward_avx2, backward_avx512.
+// Hand-tuned backward schedules: backward_avx2, backward_avx512 and, for
+// bf16 on AVX512_BF16, backward_bf16_avx512.
 std::vector<std::string> backward_preset_names();
 // Throws ScheduleError (field "preset") for an unknown name.
 BackwardSchedule load_backward_preset(const std::string& name);

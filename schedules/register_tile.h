@@ -45,25 +45,27 @@ inline void register_tile(Halide::Func consumer, Halide::Func product, const Hal
 // region before the next chunk, so the chunk's inputs stay in L1 while all
 // tiles read them. A tile's accumulators are loaded before its chunk and
 // stored after. The region must be a whole number of tiles. `outer`: further
-// reduction loops, outside the chunks (outermost last). Returns the loop over
+// reduction loops, outside the chunks (outermost last); `pair`: a reduction
+// of extent 2 inside each lane, as register_tile's. Returns the loop over
 // chunks, where what a chunk reads may be computed.
 inline Halide::RVar chunked_register_tile(Halide::Func product, const Halide::Var& x,
                                           const Halide::Var& y, const Halide::RVar& reduction,
                                           int chunk, int lanes, int vectors, int rows,
                                           const Halide::LoopLevel& level, int unroll,
-                                          const std::vector<Halide::RVar>& outer = {}) {
+                                          const std::vector<Halide::RVar>& outer = {},
+                                          const Halide::RVar* pair = nullptr) {
   Halide::RVar chunks("chunks"), in_chunk("in_chunk");
   Halide::Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   product.compute_at(level).vectorize(x, lanes);
   std::vector<Halide::VarOrRVar> order = {xi, yi, in_chunk, xo, yo, chunks};
+  if (pair) order.insert(order.begin(), *pair);
   order.insert(order.end(), outer.begin(), outer.end());
-  product.update()
-      .split(reduction, chunks, in_chunk, chunk)
+  Halide::Stage update = product.update();
+  update.split(reduction, chunks, in_chunk, chunk)
       .tile(x, y, xo, yo, xi, yi, lanes * vectors, rows, Halide::TailStrategy::GuardWithIf)
-      .reorder(order)
-      .vectorize(xi, lanes)
-      .unroll(xi)
-      .unroll(yi);
+      .reorder(order);
+  if (pair) update.atomic(true).vectorize(*pair);
+  update.vectorize(xi, lanes).unroll(xi).unroll(yi);
   if (unroll > 1) product.update().unroll(in_chunk, unroll);
   return chunks;
 }

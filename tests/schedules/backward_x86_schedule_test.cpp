@@ -5,10 +5,12 @@
 // named.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "generators/jit_attention_backward.h"
 #include "schedules/backward_schedule.h"
+#include "schedules/schedule_check.h"
 #include "tests/support/backward_case.h"
 #include "tests/support/test_targets.h"
 
@@ -73,13 +75,48 @@ TEST(BackwardX86Schedule, OtherTilesMatchTheReference) {
   }
 }
 
+// bf16 dot products for q.k and dO.v (bf16 storage, AVX512_BF16): every
+// mask, heads and odd sizes as above, within bf16's tolerance.
+TEST(BackwardX86Schedule, Bf16DotProductsMatchTheReference) {
+  const Halide::Target target = kernel_target();
+  if (!schedules::has_bf16_dots(target)) {
+    GTEST_SKIP() << target.to_string() << " has no bf16 dot products; "
+                 << "Bf16DotProductsAreTheInstruction compiles them for Zen 4";
+  }
+  for (const char* spec : {"causal.br.kpad.gqa4x2.d64.bf16", "full.bias.mqa4.d32.bf16",
+                           "window5_2.mha2.d16.bf16", "causal.br.softcap5.gqa4x2.d32.bf16"}) {
+    expect_schedule_matches_reference(spec, "backward_bf16_avx512");
+  }
+}
+
+TEST(BackwardX86Schedule, Bf16DotProductsAreTheInstruction) {
+  const Halide::Target target = avx512_target();
+  auto generator = Halide::Internal::GeneratorRegistry::create("attention_backward",
+                                                               Halide::GeneratorContext(target));
+  generator->set_generatorparam_value("spec", "causal.gqa4x2.d64.bf16");
+  generator->set_generatorparam_value("schedule", "backward_bf16_avx512");
+  Halide::Pipeline pipeline = generator->build_pipeline();
+  const std::string path = ::testing::TempDir() + "backward_bf16_dots.s";
+  pipeline.compile_to_assembly(path, pipeline.infer_arguments(), "attention_backward",
+                               target.with_feature(Halide::Target::NoRuntime));
+  std::ifstream assembly(path);
+  int dots = 0;
+  for (std::string line; std::getline(assembly, line);) {
+    if (line.find("vdpbf16ps") != std::string::npos) ++dots;
+  }
+  // q.k and dO.v in each pass, 2 x 4 register tiles: 8 each, unrolled.
+  EXPECT_GE(dots, 4 * 8);
+}
+
 TEST(BackwardX86Schedule, EveryPresetCompilesForEveryIsa) {
   for (const Halide::Target& target : lowering_targets()) {
     for (const std::string& preset : schedules::backward_preset_names()) {
-      const bool fits = preset != "backward_avx512" || target.has_feature(Halide::Target::AVX512);
+      const bool bf16 = preset == "backward_bf16_avx512";
+      const bool fits = preset == "backward_avx2" || target.has_feature(Halide::Target::AVX512);
       try {
-        JitAttentionBackward kernel(AttentionSpec::parse("causal.gqa8x2.d64.f32"), target,
-                                    {{"schedule", preset}});
+        JitAttentionBackward kernel(
+            AttentionSpec::parse(bf16 ? "causal.gqa8x2.d64.bf16" : "causal.gqa8x2.d64.f32"), target,
+            {{"schedule", preset}});
         EXPECT_TRUE(fits) << preset << " compiled for " << target.to_string();
       } catch (const schedules::ScheduleError& error) {
         EXPECT_FALSE(fits) << preset << ": " << error.what();
@@ -107,6 +144,9 @@ TEST(BackwardX86Schedule, MisfitKnobsAreNamed) {
   big.grad_vectors = 4;
   big.grad_rows = 4;
   EXPECT_EQ(field_of(big), "grad_rows");
+  BackwardSchedule dots = s;
+  dots.bf16_dots = 1;
+  EXPECT_EQ(field_of(dots), "bf16_dots");  // f32 storage, and no AVX512_BF16
   EXPECT_THROW(schedules::resolve_backward_schedule("{\"key_blocks\": 64}"),
                schedules::ScheduleError);
   EXPECT_THROW(schedules::resolve_backward_schedule("backward_sse"), schedules::ScheduleError);
