@@ -235,7 +235,7 @@ std::vector<const Record*> Database::fastest_per_group(
 namespace {
 
 bool admitted(const WinnerFilter& filter, const Record& r) {
-  return (filter.target.empty() || r.target == filter.target) &&
+  return r.backward == filter.backward && (filter.target.empty() || r.target == filter.target) &&
          (filter.kinds.empty() || filter.kinds.count(r.kind())) &&
          (!filter.admits || filter.admits(r));
 }
@@ -261,8 +261,9 @@ std::vector<Record> Database::estimated_winners(const WinnerFilter& filter) cons
 
 std::optional<Record> Database::best(const std::string& spec, const std::string& target,
                                      const std::string& bucket) const {
-  std::vector<const Record*> best = fastest_per_group(
-      [&](const Record& r) { return r.spec == spec && r.target == target && r.bucket == bucket; });
+  std::vector<const Record*> best = fastest_per_group([&](const Record& r) {
+    return !r.backward && r.spec == spec && r.target == target && r.bucket == bucket;
+  });
   if (best.empty()) return std::nullopt;
   return *best.front();
 }

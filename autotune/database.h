@@ -25,6 +25,7 @@ struct WinnerFilter {
   std::string target;          // a Halide target string
   std::set<RecordKind> kinds;  // e.g. preset and tuned: schedules, not the competitors
   std::function<bool(const Record&)> admits;  // any further condition
+  bool backward = false;  // the backward kernels' records instead of the forward's
 };
 
 class Database {
@@ -75,7 +76,7 @@ class Database {
   // by spec, target and bucket.
   std::vector<Record> winners(const WinnerFilter& filter = {}) const;
 
-  // The winner of one group (spec, target, bucket), if any.
+  // The winner of one forward group (spec, target, bucket), if any.
   std::optional<Record> best(const std::string& spec, const std::string& target,
                              const std::string& bucket) const;
 

@@ -72,7 +72,7 @@ std::string Record::generation() const {
 }
 
 std::string Record::group() const {
-  return spec + "|" + target + "|" + bucket;
+  return spec + (backward ? " backward" : "") + "|" + target + "|" + bucket;
 }
 
 nlohmann::json Record::to_json() const {
@@ -91,6 +91,7 @@ nlohmann::json Record::to_json() const {
                          {"halide_version", halide_version},
                          {"time", time}};
   if (estimate) json["estimate"] = true;  // measurements keep the fields they always had
+  if (backward) json["backward"] = true;
   return json;
 }
 
@@ -113,6 +114,7 @@ Record Record::from_json(const nlohmann::json& json) {
   r.strategy = optional_text(json, "strategy");
   r.confirmation = json.contains("confirmation") && field<bool>(json, "confirmation");
   r.estimate = json.contains("estimate") && field<bool>(json, "estimate");
+  r.backward = json.contains("backward") && field<bool>(json, "backward");
   r.attnforge_version = optional_text(json, "attnforge_version");
   r.halide_version = optional_text(json, "halide_version");
   r.time = optional_text(json, "time");

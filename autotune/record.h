@@ -37,6 +37,9 @@ struct Record {
   // candidate of its own (key()), so it neither hides nor stands in for a
   // measurement of the same schedule, and it is never a contender.
   bool estimate = false;
+  // The spec's backward kernel (schedules/backward_schedule.h): its own
+  // group, never compared with the forward's.
+  bool backward = false;
   std::string attnforge_version;
   std::string halide_version;
   std::string time;  // UTC, ISO 8601
@@ -49,7 +52,8 @@ struct Record {
   // them. Timings are compared only within one generation, because a new
   // version can make any kernel faster or slower.
   std::string generation() const;
-  // The group of records that measure the same problem: spec, target, bucket.
+  // The group of records that measure the same problem: spec (and whether
+  // backward), target, bucket.
   std::string group() const;
   // Read from the schedule (a name for the naive baseline and autoschedulers,
   // else a schedule's JSON) and the strategy ("preset:<name>" for a preset),

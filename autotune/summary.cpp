@@ -11,7 +11,7 @@ std::vector<GroupSummary> summarize(const Database& database) {
     auto found = index.find(r.group());
     if (found == index.end()) {
       found = index.emplace(r.group(), groups.size()).first;
-      groups.push_back({r.spec, r.target, r.bucket});
+      groups.push_back({r.backward ? r.spec + " backward" : r.spec, r.target, r.bucket});
     }
     return groups[found->second];
   };
@@ -24,8 +24,10 @@ std::vector<GroupSummary> summarize(const Database& database) {
     ++g.measured;
     if (r.status != Status::ok) ++g.failures;
   }
-  auto fill = [&](std::optional<Record> GroupSummary::*slot, std::set<RecordKind> kinds) {
-    for (const Record& r : database.winners({"", std::move(kinds), {}})) group_of(r).*slot = r;
+  auto fill = [&](std::optional<Record> GroupSummary::*slot, const std::set<RecordKind>& kinds) {
+    for (bool backward : {false, true}) {
+      for (const Record& r : database.winners({"", kinds, {}, backward})) group_of(r).*slot = r;
+    }
   };
   fill(&GroupSummary::naive, {RecordKind::naive});
   fill(&GroupSummary::best_autoscheduler, {RecordKind::autoscheduler});

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "autotune/backward_tuning.h"
 #include "autotune/knob_values.h"
 #include "autotune/modifier_file.h"
 #include "autotune/shard_choice.h"
@@ -30,6 +31,7 @@ struct TuneArgs {
   double timeout = 120;
   bool no_autoschedulers = false;
   bool estimate = false;
+  bool backward = false;
 };
 
 // B,H,Lq,Lk with H equal to the spec's heads.
@@ -54,6 +56,23 @@ Halide::Target parse_target(const std::string& text) {
         "--target", "'" + text + "' is not a Halide target (e.g. host-cuda-cuda_capability_80)");
   }
   return Halide::Target(text);
+}
+
+// --backward: the spec's backward kernel (autotune/backward_tuning.h).
+int run_backward_tune(const TuneArgs& args, const TuneOptions& options, Database& db) {
+  if (options.layer) throw CLI::ValidationError("--backward", "layers have no backward kernels");
+  if (args.estimate) throw CLI::ValidationError("--backward", "not with --estimate");
+  TuneSummary summary = tune_backward(options, db, [](const Progress& p) {
+    fmt::print(stderr,
+               "\r{} measured, {} failed, best {:.3f} ms (naive {:.1f} ms), {:.0f} s left   ",
+               p.measured, p.failures, p.best_ms, p.naive_ms, p.seconds_left);
+  });
+  fmt::print(stderr, "\n");
+  if (summary.best) {
+    fmt::print("best backward: {:.3f} ms ({:.1f}x naive) {}\n", summary.best->ms_median,
+               summary.progress.naive_ms / summary.best->ms_median, summary.best->schedule.dump());
+  }
+  return 0;
 }
 
 // One job: the spec, shape and target of the command line or of a plan's line.
@@ -88,6 +107,7 @@ int run_tune(const TuneArgs& args, const ShardChoice& shard) {
   if (db.skipped_lines() > 0) {
     fmt::print(stderr, "{}: skipped {} lines that are not records\n", args.db, db.skipped_lines());
   }
+  if (args.backward) return run_backward_tune(args, options, db);
   const char* done = args.estimate ? "estimated" : "measured";
   TuneSummary summary = tune(options, db, [done](const Progress& p) {
     // The naive baseline is timed after the search, once per database.
@@ -185,6 +205,9 @@ Action add_tune_command(CLI::App& app) {
   tune->add_option("--knob", args->knobs,
                    "Search a knob over only these values: name=v1,v2 (repeatable), e.g. "
                    "key_block=32,64 or form=online");
+  tune->add_flag("--backward", args->backward,
+                 "Tune the spec's backward kernel (dQ, dK, dV): the backward presets, then every "
+                 "combination of the backward knobs' searched values, shuffled by --seed");
   tune->add_flag("--no-autoschedulers", args->no_autoschedulers,
                  "Do not time Halide's autoschedulers (e.g. on all shards but one)");
   tune->add_flag("--estimate", args->estimate,

@@ -155,8 +155,37 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
 
 // A spec's backward kernel on one target, under the first backward preset
 // that fits (the naive schedule where none does).
-void plan_backward(const AttentionSpec& spec, size_t t, const EmitTarget& target,
-                   KernelPlan& result) {
+// The database's backward winners for `spec` that fit `target`: the fastest
+// per bucket, of CPU targets.
+std::map<std::string, autotune::Record> tuned_backward(const autotune::Database& database,
+                                                       const AttentionSpec& spec,
+                                                       const EmitTarget& target) {
+  autotune::WinnerFilter filter{"", kShippedKinds, {}, true};
+  filter.admits = [&](const autotune::Record& r) {
+    if (r.spec != spec.to_string() || !names_a_bucket(r.bucket)) return false;
+    if (!Halide::Target::validate_target_string(r.target) ||
+        Halide::Target(r.target).has_gpu_feature()) {
+      return false;
+    }
+    try {
+      return !schedules::check_backward(schedules::BackwardSchedule::from_json(r.schedule), spec,
+                                        target.target);
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  std::map<std::string, autotune::Record> fastest;
+  for (const autotune::Record& r : database.winners(filter)) {
+    auto it = fastest.find(r.bucket);
+    if (it == fastest.end() || r.ms_median < it->second.ms_median) {
+      fastest.insert_or_assign(r.bucket, r);
+    }
+  }
+  return fastest;
+}
+
+void plan_backward(const autotune::Database& database, const AttentionSpec& spec, size_t t,
+                   const EmitTarget& target, KernelPlan& result) {
   const std::string text = spec.to_string();
   if (target.cuda) {
     result.skipped.push_back(text + " backward on " + target.tag +
@@ -164,7 +193,7 @@ void plan_backward(const AttentionSpec& spec, size_t t, const EmitTarget& target
     return;
   }
   std::string preset = "naive";
-  for (const char* name : {"backward_bf16_avx512", "backward_avx512", "backward_avx2"}) {
+  for (const std::string& name : schedules::backward_preset_names()) {
     if (!schedules::check_backward(schedules::load_backward_preset(name), spec, target.target)) {
       preset = name;
       break;
@@ -178,7 +207,17 @@ void plan_backward(const AttentionSpec& spec, size_t t, const EmitTarget& target
                   preset,
                   "backward preset " + preset};
   k.backward = true;
-  result.kernels.push_back(std::move(k));
+  result.kernels.push_back(k);
+  for (const auto& [bucket, r] : tuned_backward(database, spec, target)) {
+    PlannedKernel tuned = k;
+    tuned.function = k.function + "_" + symbol(bucket);
+    tuned.bucket = bucket;
+    tuned.shape = parse_shape_bucket(bucket);
+    tuned.schedule = r.schedule.dump();
+    tuned.origin = fmt::format("tuned backward: {:.3f} ms median on {} ({})", r.ms_median, r.target,
+                               r.strategy);
+    result.kernels.push_back(std::move(tuned));
+  }
 }
 
 // A layer's kernels on one target: the generic kernel, the first layer preset
@@ -322,7 +361,7 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
       }
     }
     for (const auto& [text, layer] : layers) plan_layer(database, layer, t, target, result);
-    for (const auto& [text, spec] : backward) plan_backward(spec, t, target, result);
+    for (const auto& [text, spec] : backward) plan_backward(database, spec, t, target, result);
   }
   return result;
 }

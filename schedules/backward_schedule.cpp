@@ -82,7 +82,7 @@ BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
 }
 
 std::vector<std::string> backward_preset_names() {
-  return {"backward_avx2", "backward_avx512", "backward_bf16_avx512"};
+  return {"backward_bf16_avx512", "backward_avx512", "backward_avx2"};
 }
 
 BackwardSchedule load_backward_preset(const std::string& name) {

@@ -53,8 +53,8 @@ struct BackwardKnob {
 // Every knob, in JSON order.
 const std::vector<BackwardKnob>& backward_knobs();
 
-// Hand-tuned backward schedules: backward_avx2, backward_avx512 and, for
-// bf16 on AVX512_BF16, backward_bf16_avx512.
+// Hand-tuned backward schedules, the most preferred first where several fit:
+// backward_bf16_avx512 (bf16 on AVX512_BF16), backward_avx512, backward_avx2.
 std::vector<std::string> backward_preset_names();
 // Throws ScheduleError (field "preset") for an unknown name.
 BackwardSchedule load_backward_preset(const std::string& name);

@@ -11,6 +11,7 @@
 #include "autotune/temp_dir.h"
 #include "emit/emit_target.h"
 #include "emit/kernel_plan.h"
+#include "schedules/backward_schedule.h"
 #include "schedules/schedule.h"
 
 namespace attnforge::emit {
@@ -240,6 +241,38 @@ TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
   EXPECT_THROW(plan_kernels(database_of(dir, {}), parse_emit_targets("avx2"), {}, {},
                             {AttentionSpec::parse("causal.br.kpad.page16.gqa8x2.d64.f32")}),
                SpecError);
+}
+
+// A backward record the tuner wrote ships, for --backward specs only, as
+// that bucket's backward kernel next to the preset's; forward plans never
+// see it.
+TEST(KernelPlan, TunedBackwardRecordsShipAsTheirBucketsBackwardKernel) {
+  autotune::TempDir dir;
+  Record tuned;
+  tuned.spec = "causal.mha2.d32.f32";
+  tuned.target = kAvx2;
+  tuned.bucket = "b1.q256.k256";
+  tuned.status = Status::ok;
+  tuned.ms_median = 1.0;
+  tuned.backward = true;
+  schedules::BackwardSchedule s = schedules::load_backward_preset("backward_avx2");
+  s.key_block = 32;
+  tuned.schedule = s.to_json();
+  const autotune::Database db = database_of(dir, {tuned});
+  const AttentionSpec spec = AttentionSpec::parse("causal.mha2.d32.f32");
+  KernelPlan with = plan_kernels(db, parse_emit_targets("avx2"), {}, {}, {spec});
+  std::map<std::string, std::string> backward;  // bucket: schedule
+  for (const PlannedKernel& k : with.kernels) {
+    if (k.backward) backward.emplace(k.bucket, k.schedule);
+  }
+  ASSERT_EQ(backward.size(), 2u);
+  EXPECT_EQ(backward.at("backward"), "backward_avx2");
+  EXPECT_EQ(nlohmann::json::parse(backward.at("b1.q256.k256")), s.to_json());
+  KernelPlan without = plan_kernels(db, parse_emit_targets("avx2"), {spec});
+  for (const PlannedKernel& k : without.kernels) {
+    EXPECT_FALSE(k.backward);
+    EXPECT_EQ(k.bucket.rfind("b1.", 0), std::string::npos) << k.function;  // no tuned forward
+  }
 }
 
 // f16 on CUDA: the tensor-core generic kernel, and for rows it cannot take

@@ -1,0 +1,203 @@
+#include "backward_tuning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "backward_problem.h"
+#include "checker.h"
+#include "generators/jit_attention.h"
+#include "generators/jit_attention_backward.h"
+#include "run_records.h"
+#include "spec/shape_bucket.h"
+#include "temp_dir.h"
+
+namespace attnforge::autotune {
+
+namespace {
+
+using schedules::BackwardSchedule;
+
+Record backward_record(const TuneOptions& options, const nlohmann::json& schedule,
+                       const Outcome& outcome, const std::string& strategy) {
+  TuneOptions run = options;
+  run.strategy = strategy;
+  run.estimate_only = false;
+  Record r = make_record(run, schedule, outcome);
+  r.backward = true;
+  return r;
+}
+
+void write_floats(const std::filesystem::path& path, const std::vector<float>& values) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(values.data()),
+             static_cast<std::streamsize>(values.size() * sizeof(float)));
+}
+
+std::vector<float> read_floats(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::vector<float> values(static_cast<size_t>(in.tellg()) / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(values.data()),
+          static_cast<std::streamsize>(values.size() * sizeof(float)));
+  return values;
+}
+
+// Writes the forward's out and lse and the naive gradients into `dir`;
+// times the naive backward when `timed`.
+Job reference_job(const TuneOptions& o, const std::filesystem::path& dir, bool timed) {
+  return [&o, dir, timed](MeasurementGate& gate) {
+    AttentionSpec forward_spec = o.spec;
+    forward_spec.return_lse = true;
+    JitAttention forward(forward_spec, o.target, {{"schedule", "naive"}});
+    JitAttentionBackward naive(o.spec, o.target);
+    BackwardProblem problem(o.spec, o.shape, o.seed);
+    gate.enter();
+    JitAttention::set_num_threads(o.threads);
+    forward.run(problem.forward_arguments());
+    problem.save_forward(dir);
+    naive.run(problem.arguments());
+    write_floats(dir / "expected.bin", problem.gradients());
+    if (!timed) return Outcome{};
+    return time_runs([&] { naive.run(problem.arguments()); }, o.min_measure_seconds, 30);
+  };
+}
+
+// Compiles the candidate, runs it once on NaN-filled gradients against the
+// reference, then times it.
+Job candidate_job(const TuneOptions& o, const std::filesystem::path& dir, std::string schedule) {
+  return [&o, dir, schedule](MeasurementGate& gate) {
+    std::unique_ptr<JitAttentionBackward> kernel;
+    try {
+      kernel = std::make_unique<JitAttentionBackward>(
+          o.spec, o.target, std::map<std::string, std::string>{{"schedule", schedule}});
+    } catch (const std::exception& error) {
+      return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
+    }
+    BackwardProblem problem(o.spec, o.shape, o.seed);
+    problem.load_forward(dir);
+    gate.enter();
+    JitAttention::set_num_threads(o.threads);
+    problem.clear_gradients();
+    kernel->run(problem.arguments());
+    const CheckResult check =
+        check_output(problem.gradients(), read_floats(dir / "expected.bin"), o.spec.dtype);
+    if (!check.ok) return Outcome{Status::wrong, 0, 0, 0, check.detail};
+    return time_runs([&] { kernel->run(problem.arguments()); }, o.min_measure_seconds, 30);
+  };
+}
+
+std::string preset_name_of(const BackwardSchedule& s) {
+  for (const std::string& name : schedules::backward_preset_names()) {
+    if (schedules::load_backward_preset(name).to_json() == s.to_json()) return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<BackwardSchedule> backward_candidates(const AttentionSpec& spec,
+                                                  const Halide::Target& target, uint32_t seed) {
+  std::vector<BackwardSchedule> presets;
+  for (const std::string& name : schedules::backward_preset_names()) {
+    const BackwardSchedule s = schedules::load_backward_preset(name);
+    if (!schedules::check_backward(s, spec, target)) presets.push_back(s);
+  }
+  std::vector<BackwardSchedule> all(1);
+  all[0].vector_width = target.has_feature(Halide::Target::AVX512) ? 16 : 8;
+  for (const schedules::BackwardKnob& knob : schedules::backward_knobs()) {
+    if (knob.searched.empty()) continue;
+    std::vector<BackwardSchedule> next;
+    for (const BackwardSchedule& s : all) {
+      for (int value : knob.searched) {
+        BackwardSchedule t = s;
+        t.*knob.field = value;
+        next.push_back(t);
+      }
+    }
+    all = std::move(next);
+  }
+  std::vector<BackwardSchedule> rest;
+  for (const BackwardSchedule& s : all) {
+    if (!schedules::check_backward(s, spec, target) && preset_name_of(s).empty()) {
+      rest.push_back(s);
+    }
+  }
+  std::shuffle(rest.begin(), rest.end(), std::mt19937(seed));
+  presets.insert(presets.end(), rest.begin(), rest.end());
+  return presets;
+}
+
+TuneSummary tune_backward(const TuneOptions& options, Database& database,
+                          const std::function<void(const Progress&)>& on_progress) {
+  if (auto misfit = backward_misfit(options.spec)) throw *misfit;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto seconds_left = [&] {
+    return options.budget_seconds - std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  TempDir work("attnforge_backward_");
+  ContainedRunner runner(work.path(), options.runner);
+  TuneSummary summary;
+  Progress& progress = summary.progress;
+
+  const Record naive = backward_record(options, "naive", {}, "naive");
+  const bool timed = !database.contains(naive.key());
+  const Outcome reference = runner.run({reference_job(options, work.path(), timed)}).front();
+  if (reference.status != Status::ok) {
+    throw std::runtime_error("the naive backward reference failed (" + to_string(reference.status) +
+                             "): " + reference.detail);
+  }
+  if (timed) database.append(backward_record(options, "naive", reference, "naive"));
+  if (const Record* recorded = database.standing(naive.key())) {
+    progress.naive_ms = recorded->ms_median;
+  }
+  // The fastest correct candidate of this run's group, of any run.
+  auto update_best = [&] {
+    WinnerFilter filter{
+        options.target.to_string(), {RecordKind::preset, RecordKind::tuned}, {}, true};
+    filter.admits = [&](const Record& r) { return r.group() == naive.group(); };
+    const std::vector<Record> winners = database.winners(filter);
+    if (winners.empty()) return;
+    summary.best = winners.front();
+    progress.best_ms = winners.front().ms_median;
+  };
+
+  const std::vector<BackwardSchedule> candidates =
+      backward_candidates(options.spec, options.target, options.seed);
+  const size_t limit = options.max_candidates > 0
+                           ? std::min(options.max_candidates, candidates.size())
+                           : candidates.size();
+  const size_t batch_size = std::max(1, options.runner.parallel_jobs) * 2;
+  size_t next = 0;
+  while (next < limit && seconds_left() > 0) {
+    std::vector<Job> jobs;
+    std::vector<Record> pending;
+    for (; next < limit && jobs.size() < batch_size; ++next) {
+      const nlohmann::json json = candidates[next].to_json();
+      const std::string preset = preset_name_of(candidates[next]);
+      const std::string strategy =
+          preset.empty() ? "backward-exhaustive" : Record::preset_strategy(preset);
+      Record r = backward_record(options, json, {}, strategy);
+      if (database.contains(r.key())) continue;  // measured by an earlier run
+      jobs.push_back(candidate_job(options, work.path(), json.dump()));
+      pending.push_back(std::move(r));
+    }
+    const std::vector<Outcome> outcomes = runner.run(jobs);
+    for (size_t n = 0; n < outcomes.size(); ++n) {
+      Record r = backward_record(options, pending[n].schedule, outcomes[n], pending[n].strategy);
+      database.append(r);
+      ++progress.measured;
+      if (r.status != Status::ok) ++progress.failures;
+    }
+    update_best();
+    progress.seconds_left = std::max(0.0, seconds_left());
+    if (on_progress) on_progress(progress);
+  }
+  update_best();
+  return summary;
+}
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,34 @@
+// A tuning run of a spec's backward kernel (schedules/backward_schedule.h):
+// 1. reference: the naive forward writes out and lse, the naive backward the
+//    gradients every candidate is checked against (timed and recorded once
+//    per database);
+// 2. search: the backward presets that fit, then every combination of the
+//    knobs' searched values that fits, in an order the seed shuffles, each
+//    compiled, checked and timed in a contained child, until the budget or
+//    max_candidates is spent.
+// Records carry backward = true: a group of their own, never compared with
+// the forward's. A rerun with the same database continues: candidates
+// already recorded count as proposed and are not measured again.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "database.h"
+#include "schedules/backward_schedule.h"
+#include "tuner.h"
+
+namespace attnforge::autotune {
+
+// The candidates in the order a run proposes them.
+std::vector<schedules::BackwardSchedule> backward_candidates(const AttentionSpec& spec,
+                                                             const Halide::Target& target,
+                                                             uint32_t seed);
+
+// Reads options' spec, target, shape, budget_seconds, seed, threads, runner,
+// min_measure_seconds and max_candidates. Throws SpecError for a spec with no
+// backward kernel, std::runtime_error when the reference fails.
+TuneSummary tune_backward(const TuneOptions& options, Database& database,
+                          const std::function<void(const Progress&)>& on_progress = {});
+
+}  // namespace attnforge::autotune

@@ -1,0 +1,87 @@
+// Tuning a backward kernel: candidates (the presets first, then every fitting
+// combination of the searched knob values, shuffled by the seed), each checked
+// against the naive backward and recorded with backward = true in a group of
+// its own; a rerun continues where the last stopped; the forward's winners
+// never include backward records.
+#include "autotune/backward_tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "autotune/temp_dir.h"
+#include "tests/support/test_targets.h"
+
+namespace attnforge::autotune {
+namespace {
+
+using schedules::BackwardSchedule;
+
+TEST(BackwardTuning, CandidatesStartWithThePresetsAndAllFit) {
+  const AttentionSpec spec = AttentionSpec::parse("causal.gqa4x2.d32.f32");
+  for (const Halide::Target& target : testing::lowering_targets()) {
+    const bool avx512 = target.has_feature(Halide::Target::AVX512);
+    const std::vector<BackwardSchedule> candidates = backward_candidates(spec, target, 1);
+    ASSERT_GT(candidates.size(), 50u);
+    EXPECT_EQ(
+        candidates.front().to_json(),
+        schedules::load_backward_preset(avx512 ? "backward_avx512" : "backward_avx2").to_json());
+    std::set<std::string> unique;
+    for (const BackwardSchedule& s : candidates) {
+      EXPECT_FALSE(schedules::check_backward(s, spec, target)) << s.to_json().dump();
+      EXPECT_EQ(s.bf16_dots, 0);  // f32 storage
+      unique.insert(s.to_json().dump());
+    }
+    EXPECT_EQ(unique.size(), candidates.size());
+    const std::vector<BackwardSchedule> other_seed = backward_candidates(spec, target, 2);
+    EXPECT_NE(other_seed[5].to_json(), candidates[5].to_json());
+  }
+}
+
+TEST(BackwardTuning, TunesCheckedCandidatesAndResumes) {
+  TempDir dir;
+  TuneOptions options;
+  options.spec = AttentionSpec::parse("causal.br.kpad.gqa4x2.d32.f32");
+  options.target = testing::kernel_target();
+  options.shape = {2, 70, 45};
+  options.budget_seconds = 300;
+  options.max_candidates = 3;
+  options.min_measure_seconds = 0.02;
+  if (!testing::kernels_run_here()) GTEST_SKIP() << "the kernel target does not run here";
+  Database db(dir.path() / "tuning.jsonl");
+  TuneSummary first = tune_backward(options, db);
+  ASSERT_TRUE(first.best.has_value());
+  EXPECT_TRUE(first.best->backward);
+  EXPECT_EQ(first.progress.measured, 3);
+  EXPECT_EQ(db.records().size(), 4u);  // the naive reference and 3 candidates
+  for (const Record& r : db.records()) {
+    EXPECT_TRUE(r.backward);
+    EXPECT_EQ(r.status, Status::ok) << r.schedule.dump() << ": " << r.detail;
+  }
+  EXPECT_LT(first.best->ms_median, first.progress.naive_ms);
+  EXPECT_TRUE(db.winners().empty());  // the forward's winners: none
+
+  TuneSummary again = tune_backward(options, db);
+  EXPECT_EQ(again.progress.measured, 0);
+  options.max_candidates = 5;
+  TuneSummary more = tune_backward(options, db);
+  EXPECT_EQ(more.progress.measured, 2);
+  EXPECT_EQ(db.records().size(), 6u);
+}
+
+TEST(BackwardTuning, ABackwardRecordIsAGroupOfItsOwn) {
+  Record forward;
+  forward.spec = "causal.mha2.d32.f32";
+  forward.target = "x86-64-linux-avx-avx2-f16c-fma-sse41";
+  forward.bucket = "b1.q64.k64";
+  forward.schedule = "naive";
+  Record backward = forward;
+  backward.backward = true;
+  EXPECT_NE(forward.group(), backward.group());
+  EXPECT_NE(forward.key(), backward.key());
+  EXPECT_TRUE(Record::from_json(backward.to_json()).backward);
+  EXPECT_FALSE(forward.to_json().contains("backward"));
+}
+
+}  // namespace
+}  // namespace attnforge::autotune
