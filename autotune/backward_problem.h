@@ -29,6 +29,9 @@ class BackwardProblem {
   void save_forward(const std::filesystem::path& dir) const;
   void load_forward(const std::filesystem::path& dir);
 
+  // One of the problem's tensors (dense, the spec's dtype) as f32, e.g. for a peer.
+  std::vector<float> as_f32(const halide_buffer_t* tensor) const { return inputs_.as_f32(tensor); }
+
   // dq, dk and dv as f32, one after another; NaN-filled by clear_gradients().
   std::vector<float> gradients() const;
   void clear_gradients();

@@ -17,7 +17,7 @@ namespace attnforge::bench {
 
 struct BackwardBenchOptions {
   std::vector<Shape> shapes;
-  std::vector<std::string> specs;  // f32 specs without .lse; empty: full and causal MHA
+  std::vector<std::string> specs;  // specs without .lse; empty: full and causal MHA in f32
   int threads = 2;
   TimingOptions timing;
   bool autoschedulers = true;
