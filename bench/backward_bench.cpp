@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <memory>
-#include <random>
 
 #include "autotune/backward_problem.h"
 #include "autotune/builder.h"
