@@ -99,9 +99,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
         weights_ = add_output<Buffer<>>(name, storage, dims);
         break;
       case KernelArgument::lse:
-        if (get_target().has_gpu_feature()) {
-          throw SpecError("lse", spec_.to_string() + ": CUDA kernels do not return lse yet");
-        }
         lse_ = add_output<Buffer<float>>(name, dims);
         break;
     }
@@ -239,6 +236,14 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   // With lse, out and lse read the form's Tuple stage: row by row, in vectors.
   void schedule_output_copies() {
     const AttentionVars& v = vars_;
+    if (get_target().has_gpu_feature()) {
+      // A thread per element; a block per tile of rows, head and batch.
+      Halide::Var db("db"), ib("ib"), dt("dt"), it("it"), hb("hb");
+      const auto guard = Halide::TailStrategy::GuardWithIf;
+      out_->gpu_tile(v.d, v.i, db, ib, dt, it, 32, 8, guard).fuse(v.h, v.b, hb).gpu_blocks(hb);
+      lse_->gpu_tile(v.i, ib, it, 64, guard).fuse(v.h, v.b, hb).gpu_blocks(hb);
+      return;
+    }
     const int lanes = get_target().natural_vector_size<float>();
     out_->vectorize(v.d, lanes, Halide::TailStrategy::GuardWithIf).parallel(v.b);
     lse_->vectorize(v.i, lanes, Halide::TailStrategy::GuardWithIf).parallel(v.b);

@@ -210,7 +210,7 @@ void schedule_online(const Schedule& s, AttentionPipeline& p, int head_dim) {
   TileLoops out_loops;
   Func out = p.output;
   ThreadTile out_tile = head_tile;
-  out_tile.vectorize_x = out.type() != Halide::Float(16);
+  out_tile.vectorize_x = out.types()[0] != Halide::Float(16);
   out.split(v.i, it, ii, s.query_tile, TailStrategy::GuardWithIf);
   thread_tile(out, v.d, ii, out_tile, out_loops);
   out.gpu_blocks(it, v.h, v.b);
@@ -351,7 +351,7 @@ void schedule_online_rows(const Schedule& s, AttentionPipeline& p, int head_dim)
         .gpu_threads(yt)
         .unroll(yc);
     // Halide 21's PTX backend drops the conversion of a vector f16 store.
-    if (out.type() != Halide::Float(16)) out.vectorize(v.d, 4);
+    if (out.types()[0] != Halide::Float(16)) out.vectorize(v.d, 4);
     out.unroll(v.d);
     rows_in_registers(s, p, LoopLevel(out, yt));
     return;

@@ -51,9 +51,9 @@ std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Targe
 std::optional<ScheduleError> check_shared(const Schedule& s, const AttentionSpec& spec) {
   ATTNFORGE_REQUIRE(s.form == Form::materialized || !spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
-  ATTNFORGE_REQUIRE(!spec.return_lse || (!is_gpu_schedule(s) && s.form != Form::online_mma), "form",
-                    "{} does not return lse yet: the materialized, fused and online forms "
-                    "do",
+  ATTNFORGE_REQUIRE(!spec.return_lse || s.form != Form::online_mma, "form",
+                    "{} does not return lse yet: the materialized, fused, online and "
+                    "online_rows forms do",
                     to_string(s.form));
   ATTNFORGE_REQUIRE(s.kv_splits == 1 || s.form == Form::online || s.form == Form::online_rows,
                     "kv_splits", "{} splits need an online form, not {}", s.kv_splits,
@@ -278,9 +278,6 @@ std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
   }
   if (kind_of(target) == TargetKind::gpu && spec.paged()) {
     return ScheduleError("page_size", "a paged KV cache has CPU kernels only");
-  }
-  if (kind_of(target) == TargetKind::gpu && spec.return_lse) {
-    return ScheduleError("lse", "a row's lse (.lse) has CPU kernels only, for now");
   }
   if (kind_of(target) == TargetKind::gpu && spec.quantized_kv()) {
     return ScheduleError("kv_storage", "an 8-bit KV cache (kv8, kvfp8) has CPU kernels only");

@@ -84,6 +84,10 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   const Schedule online = load_preset("online_cuda");
   EXPECT_EQ(misfit(online, "full.mha8.d64.bf16"), "dtype");
   EXPECT_EQ(misfit(online, "full.mha8.d64.f32.weights"), "form");
+  // A row's lse comes from every SIMT form; the tensor-core form has none yet.
+  EXPECT_EQ(misfit(online, "causal.mha8.d64.f32.lse"), "(fits)");
+  EXPECT_EQ(misfit(load_preset("online_rows_cuda"), "causal.mha8.d64.f32.lse"), "(fits)");
+  EXPECT_EQ(misfit(load_preset("online_mma_cuda"), "causal.mha8.d64.f16.lse"), "form");
   Schedule s = online;
   s.form = Form::fused;
   EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "form");

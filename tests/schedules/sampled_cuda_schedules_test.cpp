@@ -58,6 +58,7 @@ bool runs_correctly(const JitAttention& kernel, const AttentionSpec& spec, std::
     }
     copy_to_host(c.arguments().out);
     copy_to_host(c.arguments().weights);
+    copy_to_host(c.arguments().lse);
     testing::Comparison result = c.compare();
     EXPECT_TRUE(result.ok) << result.first_failure;
   }
@@ -102,14 +103,13 @@ TEST_P(SampledCudaSchedules, CompileAndMatchTheReferenceOnEveryGpuTarget) {
   if (!cuda && !opencl) GTEST_SKIP() << "compiled only; no GPU target to run on: " << why_not;
 }
 
-INSTANTIATE_TEST_SUITE_P(Specs, SampledCudaSchedules,
-                         ::testing::Values("full.mha2.d64.f32", "causal.gqa4x2.d64.f16",
-                                           "window20_5.br.kpad.mha2.d32.f32",
-                                           "causal.br.alibi.mqa2.d128.f16",
-                                           "causal.br.alibi.gqa4x2.d64.f32",
-                                           "full.bias.mha2.d32.f32.weights",
-                                           "window.br.kpad.softcap20.mha2.d32.f32"),
-                         [](const auto& info) { return testing::test_name_of(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Specs, SampledCudaSchedules,
+    ::testing::Values("full.mha2.d64.f32", "causal.gqa4x2.d64.f16",
+                      "window20_5.br.kpad.mha2.d32.f32", "causal.br.alibi.mqa2.d128.f16",
+                      "causal.br.alibi.gqa4x2.d64.f32", "full.bias.mha2.d32.f32.weights",
+                      "window.br.kpad.softcap20.mha2.d32.f32", "causal.br.kpad.gqa4x2.d32.f32.lse"),
+    [](const auto& info) { return testing::test_name_of(info.param); });
 
 // online_rows on the OpenCL device (pocl), which needs no lane registers:
 // a thread per row, and a thread per row and key split, over every mask, on
@@ -137,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(Specs, RowPresetsOnOpenCl,
                          ::testing::Values("full.mha2.d64.f32", "causal.br.kpad.gqa4x2.d32.f32",
                                            "window20_5.kpad.alibi.mqa2.d32.f32",
                                            "causal.bias.mha2.d32.f32",
-                                           "window.kpad.softcap30.mqa2.d32.f32"),
+                                           "window.kpad.softcap30.mqa2.d32.f32",
+                                           "causal.kpad.mha2.d64.f32.lse"),
                          [](const auto& info) { return testing::test_name_of(info.param); });
 
 // At head dim 128 a thread's row fits with key blocks of one: its state
