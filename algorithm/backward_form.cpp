@@ -18,8 +18,10 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
   const Halide::Expr row = Halide::min(v.i, in.q_len - 1);
   const Halide::Expr key = Halide::min(v.j, in.kv_len - 1);
   f.q_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(in.q(v.d, row, v.h, v.b));
-  f.k_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.k(v.d, key, kvh, v.b));
-  f.v_rows(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.v(v.d, key, kvh, v.b));
+  f.k_heads(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.k(v.d, key, v.h, v.b));
+  f.v_heads(v.d, v.j, v.h, v.b) = AttentionTerms::to_f32(in.v(v.d, key, v.h, v.b));
+  f.k_rows(v.d, v.j, v.h, v.b) = f.k_heads(v.d, v.j, kvh, v.b);
+  f.v_rows(v.d, v.j, v.h, v.b) = f.v_heads(v.d, v.j, kvh, v.b);
   f.d_out_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(g.d_out(v.d, row, v.h, v.b));
 
   f.scores(v.j, v.i, v.h, v.b) = 0.0f;

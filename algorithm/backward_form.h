@@ -37,7 +37,9 @@ struct BackwardBlocks {
 
 struct BackwardFuncs {
   Halide::Func q_rows{"q_rows"};          // (d, i, h, b) q as f32, rows past Lq read the last
-  Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k of head h's kv head as f32, likewise
+  Halide::Func k_heads{"k_heads"};        // (d, j, kv head, b) k as f32, keys past Lk read the last
+  Halide::Func v_heads{"v_heads"};        // (d, j, kv head, b) v likewise
+  Halide::Func k_rows{"k_rows"};          // (d, j, h, b) k_heads of head h's kv head
   Halide::Func v_rows{"v_rows"};          // (d, j, h, b) v likewise
   Halide::Func d_out_rows{"d_out_rows"};  // (d, i, h, b) dO as f32
   // bf16_pairs: (pair, row, d / 2, h, b) in storage dtype, element d = 2 (d / 2) + pair.

@@ -17,10 +17,7 @@
 
 namespace attnforge::bench {
 
-namespace {
-
-// The forward's out and lse, from the online preset of the host's lanes.
-void run_forward(const AttentionSpec& spec, autotune::BackwardProblem& in) {
+void run_forward_with_lse(const AttentionSpec& spec, autotune::BackwardProblem& in) {
   AttentionSpec with_lse = spec;
   with_lse.return_lse = true;
   const Halide::Target host = Halide::get_host_target();
@@ -34,6 +31,8 @@ void run_forward(const AttentionSpec& spec, autotune::BackwardProblem& in) {
   JitAttention forward(with_lse, host, {{"schedule", preset}});
   forward.run(in.forward_arguments());
 }
+
+namespace {
 
 // The backward schedules timed, as (row name, Generator `schedule`): the
 // presets asked for (or every one the host runs), then the JSON ones.
@@ -81,7 +80,7 @@ std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
         throw std::invalid_argument("--backward: " + text + ": the backward's spec has no .lse");
       }
       autotune::BackwardProblem in(spec, {shape.batch, shape.q_len, shape.kv_len}, 17);
-      run_forward(spec, in);
+      run_forward_with_lse(spec, in);
       const std::map<std::string, std::string> estimates = {
           {"estimate_batch", std::to_string(shape.batch)},
           {"estimate_q_len", std::to_string(shape.q_len)},

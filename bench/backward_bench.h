@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/backward_problem.h"
 #include "bench/bench_rows.h"
 #include "bench/bench_shapes.h"
 #include "bench/timing.h"
@@ -26,6 +27,9 @@ struct BackwardBenchOptions {
   std::vector<std::string> schedules;     // backward schedule JSON, rows "schedule 1", ...
   std::string torch_python;               // empty: no torch row
 };
+
+// The problem's forward out and lse, from the host's online preset (with .lse).
+void run_forward_with_lse(const AttentionSpec& spec, autotune::BackwardProblem& in);
 
 // Runs every row; prints progress and what was not timed to stderr.
 std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options);

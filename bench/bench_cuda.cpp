@@ -7,6 +7,7 @@
 // in the same run. Exit status 77: no CUDA device. With an OpenCL target
 // (e.g. host-opencl on pocl, a CPU device) it runs the same schedules without
 // the CUDA peers and peaks: a check of the benchmark itself, not a measurement.
+// With --backward, the backward pass instead (bench/cuda_backward_case.h).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@
 #include "bench/bench_shapes.h"
 #include "bench/cuda/cublas_attention.h"
 #include "bench/cuda/gpu_info.h"
+#include "bench/cuda_backward_case.h"
 #include "bench/timing.h"
 #include "bench/torch_peer.h"
 #include "bench/tuned_schedules.h"
@@ -38,6 +40,7 @@ using autotune::TuningInputs;
 struct Options {
   bool quick = false;
   bool autoschedulers = true;
+  bool backward = false;
   std::string db, json_path, gpu_json_path, torch_python;
   std::string target = "host-cuda-cuda_capability_80";
   std::vector<std::string> specs;
@@ -158,6 +161,23 @@ class CudaBench {
                                      {"command", command}};
       std::ofstream(o_.gpu_json_path) << json.dump(1) << "\n";
     }
+  }
+
+  // bench/cuda_backward_case.h's rows.
+  void run_backward_case(const AttentionSpec& spec, const Shape& shape) {
+    fmt::print("== {} backward {}\n", spec.to_string(),
+               shape_label(shape.batch, spec.heads, shape.q_len, shape.kv_len, spec.head_dim));
+    std::fflush(stdout);
+    GpuBackwardResult result;
+    try {
+      result =
+          run_gpu_backward_case(spec, shape, {target_, peaks_, o_.torch_python, o_.min_seconds});
+    } catch (const KernelError& error) {
+      throw NoDevice(error.what());
+    }
+    rows_.insert(rows_.end(), result.rows.begin(), result.rows.end());
+    skipped_.insert(skipped_.end(), result.skipped.begin(), result.skipped.end());
+    counts_.wrong += result.wrong;
   }
 
   int wrong() const { return counts_.wrong; }
@@ -285,6 +305,8 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"The CUDA attention benchmark"};
   app.add_flag("--quick", o.quick, "two small cases");
+  app.add_flag("--backward", o.backward,
+               "the backward pass: the GPU backward presets and PyTorch's SDPA backward");
   app.add_option("--db", o.db, "a tuning database: its CUDA winners are timed as 'tuned'");
   app.add_option("--json", o.json_path, "write the rows here");
   app.add_option("--gpu-json", o.gpu_json_path, "write the GPU's name and measured peaks here");
@@ -330,7 +352,12 @@ int main(int argc, char** argv) {
     for (const std::string& text : specs) {
       const AttentionSpec spec = AttentionSpec::parse(text);
       const int q_len = o.q_len > 0 ? o.q_len : length;
-      bench.run_case(spec, Shape{1, spec.heads, q_len, length, spec.head_dim});
+      const Shape shape{1, spec.heads, q_len, length, spec.head_dim};
+      if (o.backward) {
+        bench.run_backward_case(spec, shape);
+      } else {
+        bench.run_case(spec, shape);
+      }
     }
     bench.report(gpu, command_line(argc, argv));
     return bench.wrong() > 0 ? 1 : 0;

@@ -197,9 +197,12 @@ TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSp
                                     const TorchBackwardInputs& inputs, double min_seconds) {
   TorchResult result;
   const bool causal = spec.mask == PositionMask::causal && spec.alignment == Alignment::top_left;
-  if (spec.dtype == DType::f16 || (spec.mask != PositionMask::none && !causal) ||
+  const bool cuda = inputs.device == "cuda";
+  if ((spec.dtype == DType::f16 && !cuda) || (spec.mask != PositionMask::none && !causal) ||
       spec.key_padding || spec.bias != BiasKind::none || spec.softcapped()) {
-    result.error = "the torch backward peer runs f32 or bf16 with no mask or a top-left causal one";
+    result.error =
+        "the torch backward peer runs f32 or bf16 (and f16 on CUDA) with no mask or a top-left "
+        "causal one";
     return result;
   }
   const size_t q_count = size_t(shape.batch) * spec.heads * shape.q_len * spec.head_dim;
@@ -217,6 +220,8 @@ TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSp
                                    fmt::format("{}", min_seconds)};
   if (causal) args.push_back("--causal");
   if (spec.dtype == DType::bf16) args.push_back("--bf16");
+  if (spec.dtype == DType::f16) args.push_back("--f16");
+  args.insert(args.end(), {"--device", inputs.device});
   return run_script(python, ATTNFORGE_TORCH_BACKWARD_SCRIPT,
                     {{"q.bin", inputs.q, q_count},
                      {"k.bin", inputs.k, kv_count},

@@ -51,14 +51,15 @@ std::vector<TorchResult> run_torch_sdpa_cuda(const std::string& python, const At
                                              const std::vector<std::string>& backends,
                                              double min_seconds);
 
-// The backward pass of PyTorch's SDPA on the CPU (bench/torch_sdpa_backward.py):
-// the gradients by q, k and v of d_out, timed with the forward kept. Its
-// output is dq, dk and dv one after another. Runs f32 with no mask or a
-// top-left causal one.
+// The backward pass of PyTorch's SDPA (bench/torch_sdpa_backward.py) on the
+// CPU or a CUDA device: the gradients by q, k and v of d_out, timed with the
+// forward kept. Its output is dq, dk and dv one after another. Runs f32 and
+// bf16 (and f16 on CUDA) with no mask or a top-left causal one.
 struct TorchBackwardInputs {
-  // (B, H or H_kv, L, D) dense; for a bf16 spec, values bf16 holds exactly.
+  // (B, H or H_kv, L, D) dense; for a bf16 or f16 spec, values it holds exactly.
   const float *q, *k, *v, *d_out;
   float scale;
+  std::string device = "cpu";  // or "cuda"
 };
 TorchResult run_torch_sdpa_backward(const std::string& python, const AttentionSpec& spec,
                                     const Shape& shape, int threads,

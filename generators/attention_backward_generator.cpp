@@ -3,7 +3,8 @@
 // (`schedule`: "naive"; a backward preset's name or schedule JSON,
 // schedules/backward_schedule.h; or "auto" for an autoscheduler given in the
 // GeneratorContext, planning for the estimate_* shape). Its arguments are
-// spec/backward_arguments.h's table, in that order. CPU targets only, for now.
+// spec/backward_arguments.h's table, in that order. On CUDA and OpenCL
+// targets, the GPU row form (schedules/apply_cuda_backward.h).
 #include <Halide.h>
 
 #include <optional>
@@ -13,6 +14,7 @@
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/backward_form.h"
+#include "schedules/apply_cuda_backward.h"
 #include "schedules/apply_x86_backward.h"
 #include "schedules/backward_schedule.h"
 #include "schedules/schedule.h"
@@ -39,13 +41,13 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
   void configure() {
     spec_ = AttentionSpec::parse(std::string(spec));
     if (auto misfit = backward_misfit(spec_)) throw *misfit;
-    if (get_target().has_gpu_feature()) {
-      throw SpecError("target", spec_.to_string() + ": the backward pass has CPU kernels only");
-    }
     const std::string choice = schedule;
     if (choice != "naive" && choice != "auto") {
       tuned_ = schedules::resolve_backward_schedule(choice);
       if (auto misfit = schedules::check_backward(*tuned_, spec_, get_target())) throw *misfit;
+    } else if (get_target().has_gpu_feature()) {
+      throw SpecError("schedule", spec_.to_string() + ": a GPU target takes a GPU schedule (" +
+                                      choice + " has none), such as backward_rows_gpu");
     }
     for_each_backward_argument(spec_, [this](const BackwardArgumentSlot& slot) { declare(slot); });
   }
@@ -115,7 +117,9 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
     dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
     set_estimates(q, k, v, out, d_out, dq, dk, dv);
-    if (tuned_) {
+    if (tuned_ && tuned_->gpu) {
+      schedules::apply_cuda_backward(*tuned_, f, {dq, dk, dv}, vars, spec_.softcapped());
+    } else if (tuned_) {
       schedules::apply_x86_backward(*tuned_, f, {dq, dk, dv}, vars, spec_.softcapped());
     } else if (std::string(schedule) == "naive") {
       schedules::apply_naive_backward(f);

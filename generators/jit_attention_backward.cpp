@@ -19,8 +19,18 @@ JitAttentionBackward::JitAttentionBackward(const AttentionSpec& spec, const Hali
                                   autoscheduler)) {}
 
 void JitAttentionBackward::run(BackwardArguments& args) const {
+  mark_host_inputs_dirty(args);
   KernelArgv argv = backward_argv(spec_, args);
   call_jit(callable_, argv, spec_.to_string() + " backward");
+  // GPU kernels run asynchronously: a run ends when its gradients are written.
+  for (halide_buffer_t* gradient : {args.dq, args.dk, args.dv}) {
+    if (gradient && gradient->device && gradient->device_interface) {
+      if (int error = gradient->device_interface->device_sync(nullptr, gradient)) {
+        throw KernelError(spec_.to_string() + " backward: device sync failed with Halide error " +
+                          std::to_string(error));
+      }
+    }
+  }
 }
 
 }  // namespace attnforge

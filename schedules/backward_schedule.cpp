@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cuda_limits.h"
 #include "schedule_check.h"
 
 namespace attnforge::schedules {
@@ -22,6 +23,9 @@ const S kAvx512 = {64, 64, 16, 2, 4, 2, 4};
 const S kAvx2 = {64, 64, 8, 2, 4, 2, 2};
 // bf16_dots last.
 const S kBf16Avx512 = {64, 64, 16, 2, 4, 2, 4, 1};
+// The GPU row form: blocks of 32 threads, whose K and V (Q and dO) rows fit
+// the static shared memory up to head dim 128; the x86 tile knobs stay as they are.
+const S kRowsGpu = {32, 32, 16, 2, 4, 2, 2, 0, 1};
 
 }  // namespace
 
@@ -51,13 +55,23 @@ const std::vector<BackwardKnob>& backward_knobs() {
        &S::bf16_dots,
        "1: q.k and dO.v as bf16 dot products (vdpbf16ps), for bf16 specs on AVX512_BF16.",
        {0, 1}},
+      {"gpu",
+       &S::gpu,
+       "1: the GPU row form (CUDA, OpenCL): a thread per key of a key_block in the dK/dV pass, "
+       "per query of a query_block in the dQ pass; the other knobs are x86's and stay as "
+       "the preset has them.",
+       {}},
   };
   return knobs;
 }
 
 nlohmann::json BackwardSchedule::to_json() const {
   nlohmann::json json = nlohmann::json::object();
-  for (const BackwardKnob& knob : backward_knobs()) json[knob.name] = this->*knob.field;
+  for (const BackwardKnob& knob : backward_knobs()) {
+    // x86 schedules keep the JSON they had before the GPU form.
+    if (knob.field == &S::gpu && gpu == 0) continue;
+    json[knob.name] = this->*knob.field;
+  }
   return json;
 }
 
@@ -70,8 +84,8 @@ BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
       if (key == k.name) knob = &k;
     }
     if (!knob) throw ScheduleError(key, "is not a knob of backward schedules");
-    // Flags (bf16_dots) may be 0; sizes may not.
-    const int least = knob->field == &S::bf16_dots ? 0 : 1;
+    // Flags (bf16_dots, gpu) may be 0; sizes may not.
+    const int least = knob->field == &S::bf16_dots || knob->field == &S::gpu ? 0 : 1;
     if (!value.is_number_integer() || value.get<int>() < least) {
       throw ScheduleError(
           key, fmt::format("must be an integer of at least {}, got {}", least, value.dump()));
@@ -82,16 +96,17 @@ BackwardSchedule BackwardSchedule::from_json(const nlohmann::json& json) {
 }
 
 std::vector<std::string> backward_preset_names() {
-  return {"backward_bf16_avx512", "backward_avx512", "backward_avx2"};
+  return {"backward_bf16_avx512", "backward_avx512", "backward_avx2", "backward_rows_gpu"};
 }
 
 BackwardSchedule load_backward_preset(const std::string& name) {
   if (name == "backward_avx2") return kAvx2;
   if (name == "backward_avx512") return kAvx512;
   if (name == "backward_bf16_avx512") return kBf16Avx512;
+  if (name == "backward_rows_gpu") return kRowsGpu;
   throw ScheduleError("preset", "'" + name +
                                     "' is unknown; backward presets: backward_avx2, "
-                                    "backward_avx512, backward_bf16_avx512");
+                                    "backward_avx512, backward_bf16_avx512, backward_rows_gpu");
 }
 
 BackwardSchedule resolve_backward_schedule(const std::string& choice) {
@@ -104,10 +119,53 @@ BackwardSchedule resolve_backward_schedule(const std::string& choice) {
 #define ATTNFORGE_REQUIRE(ok, field, ...) \
   if (!(ok)) return ScheduleError(field, fmt::format(__VA_ARGS__))
 
+namespace {
+
+// The GPU row form: a block of key_block (query_block) threads, one a row.
+std::optional<ScheduleError> check_gpu_backward(const BackwardSchedule& s,
+                                                const AttentionSpec& spec,
+                                                const Halide::Target& target) {
+  ATTNFORGE_REQUIRE(s.gpu == 1, "gpu", "'{}' is a GPU target; its schedules set gpu to 1",
+                    target.to_string());
+  ATTNFORGE_REQUIRE(
+      target.has_feature(Halide::Target::CUDA) || target.has_feature(Halide::Target::OpenCL),
+      "target", "'{}' is neither a CUDA nor an OpenCL target", target.to_string());
+  // Halide 21's PTX back end cannot load bf16, and the row form has no
+  // tensor-core path to read its bits.
+  ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
+                    "bf16 storage has no GPU backward yet; f32 and f16 do");
+  ATTNFORGE_REQUIRE(s.bf16_dots == 0, "bf16_dots", "bf16 dot products are an x86 instruction");
+  const BackwardSchedule preset = load_backward_preset("backward_rows_gpu");
+  for (const BackwardKnob& knob : backward_knobs()) {
+    const bool threads = knob.field == &S::key_block || knob.field == &S::query_block;
+    if (threads) {
+      const int value = s.*knob.field;
+      ATTNFORGE_REQUIRE(value % 32 == 0 && value <= 256, knob.name,
+                        "{} threads a block: a multiple of 32 up to 256, got {}", knob.name, value);
+      // Each pass stages two rows of f32 per thread: K and V, or Q and dO.
+      const int shared = 2 * value * spec.head_dim * 4;
+      ATTNFORGE_REQUIRE(shared <= kCudaMaxSharedBytes, knob.name,
+                        "{} rows of K and V (Q and dO) at head dim {} take {} bytes of shared "
+                        "memory; a block has {}",
+                        value, spec.head_dim, shared, kCudaMaxSharedBytes);
+    } else if (knob.field != &S::gpu && knob.field != &S::bf16_dots) {
+      ATTNFORGE_REQUIRE(s.*knob.field == preset.*knob.field, knob.name,
+                        "is an x86 knob; the GPU row form takes the preset's {}",
+                        preset.*knob.field);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ScheduleError> check_backward(const BackwardSchedule& s, const AttentionSpec& spec,
                                             const Halide::Target& target) {
-  ATTNFORGE_REQUIRE(target.arch == Halide::Target::X86 && !target.has_gpu_feature(), "target",
+  if (target.has_gpu_feature()) return check_gpu_backward(s, spec, target);
+  ATTNFORGE_REQUIRE(target.arch == Halide::Target::X86, "target",
                     "'{}' is not an x86 CPU target; these schedules are for x86 CPUs",
+                    target.to_string());
+  ATTNFORGE_REQUIRE(s.gpu == 0, "gpu", "'{}' is a CPU target; the GPU row form needs a GPU",
                     target.to_string());
   const int lanes = s.vector_width;
   ATTNFORGE_REQUIRE(lanes == 8 || lanes == 16, "vector_width", "must be 8 or 16, got {}", lanes);

@@ -3,6 +3,9 @@
 // The naive one computes every stage at root, nothing vectorized or
 // parallel: the baseline the tuned schedules are measured against.
 //
+// The GPU one (apply_cuda_backward.h) runs the same two passes with a thread
+// per key and per query.
+//
 // The x86 one (apply_x86_backward.h) runs FlashAttention-2's loop order in
 // two passes with no atomics, so its results do not depend on the threads:
 // - per key block, in parallel, dK and dV summed over query blocks: each
@@ -37,6 +40,7 @@ struct BackwardSchedule {
   int grad_vectors = 2;   // dK/dV and dQ register tiles: head-dim vectors ...
   int grad_rows = 2;      // ... by rows (keys for dK/dV, queries for dQ)
   int bf16_dots = 0;      // 1: q.k and dO.v as bf16 dot products (bf16 storage, AVX512_BF16)
+  int gpu = 0;            // 1: the GPU row form (apply_cuda_backward.h)
 
   nlohmann::json to_json() const;
   // Throws ScheduleError naming the first unknown or ill-typed field.
@@ -54,7 +58,8 @@ struct BackwardKnob {
 const std::vector<BackwardKnob>& backward_knobs();
 
 // Hand-tuned backward schedules, the most preferred first where several fit:
-// backward_bf16_avx512 (bf16 on AVX512_BF16), backward_avx512, backward_avx2.
+// backward_bf16_avx512 (bf16 on AVX512_BF16), backward_avx512, backward_avx2;
+// backward_rows_gpu on CUDA and OpenCL targets.
 std::vector<std::string> backward_preset_names();
 // Throws ScheduleError (field "preset") for an unknown name.
 BackwardSchedule load_backward_preset(const std::string& name);

@@ -53,6 +53,13 @@ std::optional<SpecError> backward_misfit(const AttentionSpec& spec) {
   return std::nullopt;
 }
 
+void mark_host_inputs_dirty(BackwardArguments& args) {
+  for (halide_buffer_t* input : {args.q, args.k, args.v, args.out, args.d_out, args.lse,
+                                 args.key_lengths, args.bias, args.alibi_slopes}) {
+    if (input && input->device == 0) input->flags |= halide_buffer_flag_host_dirty;
+  }
+}
+
 KernelArgv backward_argv(const AttentionSpec& spec, BackwardArguments& args) {
   return argv_of(backward_argument_table(), spec, args);
 }

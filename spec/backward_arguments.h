@@ -54,6 +54,10 @@ void for_each_backward_argument(const AttentionSpec& spec, Visit&& visit) {
 // modifiers have no gradient rule yet.
 std::optional<SpecError> backward_misfit(const AttentionSpec& spec);
 
+// As the forward's: every input with no device copy yet marked changed on
+// the host, so a GPU kernel copies it.
+void mark_host_inputs_dirty(BackwardArguments& args);
+
 // Pointers in the backward kernel's argument order (kernel_argv's form).
 // Throws SpecError naming an argument the spec needs that is null.
 KernelArgv backward_argv(const AttentionSpec& spec, BackwardArguments& args);

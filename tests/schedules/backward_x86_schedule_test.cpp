@@ -111,6 +111,7 @@ TEST(BackwardX86Schedule, Bf16DotProductsAreTheInstruction) {
 TEST(BackwardX86Schedule, EveryPresetCompilesForEveryIsa) {
   for (const Halide::Target& target : lowering_targets()) {
     for (const std::string& preset : schedules::backward_preset_names()) {
+      if (preset == "backward_rows_gpu") continue;  // backward_gpu_schedule_test
       const bool bf16 = preset == "backward_bf16_avx512";
       const bool fits = preset == "backward_avx2" || target.has_feature(Halide::Target::AVX512);
       try {
