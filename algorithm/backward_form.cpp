@@ -24,8 +24,6 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
   f.v_rows(v.d, v.j, v.h, v.b) = f.v_heads(v.d, v.j, kvh, v.b);
   f.d_out_rows(v.d, v.i, v.h, v.b) = AttentionTerms::to_f32(g.d_out(v.d, row, v.h, v.b));
 
-  f.scores(v.j, v.i, v.h, v.b) = 0.0f;
-  f.d_probs(v.j, v.i, v.h, v.b) = 0.0f;
   if (blocks.bf16_pairs) {
     const Halide::Var p = f.pair, dh = f.half;
     const Halide::Expr d = 2 * dh + p;
@@ -34,34 +32,49 @@ BackwardFuncs build_backward(const AttentionSpec& spec, const AttentionInputs& i
     f.v_pairs(p, v.j, dh, v.h, v.b) = in.v(d, key, kvh, v.b);
     f.d_out_pairs(p, v.i, dh, v.h, v.b) = g.d_out(d, row, v.h, v.b);
     f.over_dim = Halide::RDom({{0, 2}, {0, spec.head_dim / 2}}, "over_dim");
-    const Halide::RVar rp = f.over_dim.x, rh = f.over_dim.y;
-    auto dot = [&](Halide::Func rows, Halide::Func keys) {
-      return AttentionTerms::to_f32(rows(rp, v.i, rh, v.h, v.b)) *
-             AttentionTerms::to_f32(keys(rp, v.j, rh, v.h, v.b));
-    };
-    f.scores(v.j, v.i, v.h, v.b) += dot(f.q_pairs, f.k_pairs);
-    f.d_probs(v.j, v.i, v.h, v.b) += dot(f.d_out_pairs, f.v_pairs);
   } else {
     f.over_dim = Halide::RDom(0, spec.head_dim, "over_dim");
-    const Halide::RVar rd = f.over_dim.x;
-    f.scores(v.j, v.i, v.h, v.b) += f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
-    f.d_probs(v.j, v.i, v.h, v.b) += f.d_out_rows(rd, v.i, v.h, v.b) * f.v_rows(rd, v.j, v.h, v.b);
   }
-  const Halide::Expr scaled = f.scores(v.j, v.i, v.h, v.b) * in.scale;
-  const Halide::Expr logit = terms.masked_logit(scaled, key, row, v.h, v.b);
-  // logit <= lse; a row that sees no key has lse = +inf, so all its P are 0.
-  // The clamp keeps -inf out of the exponential.
-  f.probs(v.j, v.i, v.h, v.b) =
-      softmax_exp(Halide::max(logit - g.lse(row, v.h, v.b), -100.0f), 0.0f);
-
   const Halide::RDom dims(0, spec.head_dim, "dims");
   f.out_dots(v.i, v.h, v.b) = 0.0f;
   f.out_dots(v.i, v.h, v.b) +=
       f.d_out_rows(dims, v.i, v.h, v.b) * AttentionTerms::to_f32(g.out(dims, row, v.h, v.b));
 
-  const Halide::Expr p = f.probs(v.j, v.i, v.h, v.b);
-  f.d_scores(v.j, v.i, v.h, v.b) = p * (f.d_probs(v.j, v.i, v.h, v.b) - f.out_dots(v.i, v.h, v.b)) *
-                                   terms.logit_slope(scaled) * in.scale;
+  // q.k, dO.v, P and the loss's slope by the logit, into `t`.
+  auto define_logit_gradient = [&](LogitGradient& t) {
+    t.scores(v.j, v.i, v.h, v.b) = 0.0f;
+    t.d_probs(v.j, v.i, v.h, v.b) = 0.0f;
+    if (blocks.bf16_pairs) {
+      const Halide::RVar rp = f.over_dim.x, rh = f.over_dim.y;
+      auto dot = [&](Halide::Func rows, Halide::Func keys) {
+        return AttentionTerms::to_f32(rows(rp, v.i, rh, v.h, v.b)) *
+               AttentionTerms::to_f32(keys(rp, v.j, rh, v.h, v.b));
+      };
+      t.scores(v.j, v.i, v.h, v.b) += dot(f.q_pairs, f.k_pairs);
+      t.d_probs(v.j, v.i, v.h, v.b) += dot(f.d_out_pairs, f.v_pairs);
+    } else {
+      const Halide::RVar rd = f.over_dim.x;
+      t.scores(v.j, v.i, v.h, v.b) += f.q_rows(rd, v.i, v.h, v.b) * f.k_rows(rd, v.j, v.h, v.b);
+      t.d_probs(v.j, v.i, v.h, v.b) +=
+          f.d_out_rows(rd, v.i, v.h, v.b) * f.v_rows(rd, v.j, v.h, v.b);
+    }
+    const Halide::Expr scaled = t.scores(v.j, v.i, v.h, v.b) * in.scale;
+    const Halide::Expr logit = terms.masked_logit(scaled, key, row, v.h, v.b);
+    // logit <= lse; a row that sees no key has lse = +inf, so all its P are 0.
+    // The clamp keeps -inf out of the exponential.
+    t.probs(v.j, v.i, v.h, v.b) =
+        softmax_exp(Halide::max(logit - g.lse(row, v.h, v.b), -100.0f), 0.0f);
+    t.d_logits(v.j, v.i, v.h, v.b) =
+        t.probs(v.j, v.i, v.h, v.b) * (t.d_probs(v.j, v.i, v.h, v.b) - f.out_dots(v.i, v.h, v.b));
+  };
+  LogitGradient main{f.scores, f.d_probs, f.probs, f.d_logits};
+  define_logit_gradient(main);
+  const Halide::Expr scaled = f.scores(v.j, v.i, v.h, v.b) * in.scale;
+  f.d_scores(v.j, v.i, v.h, v.b) =
+      f.d_logits(v.j, v.i, v.h, v.b) * terms.logit_slope(scaled) * in.scale;
+  // A bias is added to the logit after the softcap: its gradient is the logit's.
+  define_logit_gradient(f.bias_terms);
+  f.d_bias(v.j, v.i, v.h, v.b) = terms.to_storage(f.bias_terms.d_logits(v.j, v.i, v.h, v.b));
 
   // dQ per query block, over the keys its queries may see.
   const int QB = blocks.queries, KB = blocks.keys;

@@ -35,6 +35,12 @@ struct BackwardBlocks {
   bool bf16_pairs = false;
 };
 
+// What the loss's slope by the logits takes: q . k, dO . v, the
+// probabilities and the slope itself, each (j, i, h, b).
+struct LogitGradient {
+  Halide::Func scores, d_probs, probs, d_logits;
+};
+
 struct BackwardFuncs {
   Halide::Func q_rows{"q_rows"};          // (d, i, h, b) q as f32, rows past Lq read the last
   Halide::Func k_heads{"k_heads"};        // (d, j, kv head, b) k as f32, keys past Lk read the last
@@ -57,10 +63,16 @@ struct BackwardFuncs {
   Halide::Func probs{"probs"};        // (j, i, h, b) exp(logit - lse), 0 where masked
   Halide::Func d_probs{"d_probs"};    // (j, i, h, b) dO . v
   Halide::Func out_dots{"out_dots"};  // (i, h, b) rowsum(dO * O)
+  Halide::Func d_logits{"d_logits"};  // (j, i, h, b) the loss's slope by the logit
   Halide::Func d_scores{"d_scores"};  // (j, i, h, b) the loss's slope by q . k
-  Halide::Func dq{"dq"};              // (d, i, h, b) storage dtype
-  Halide::Func dk{"dk"};              // (d, j, kv head, b) storage dtype
-  Halide::Func dv{"dv"};              // (d, j, kv head, b) storage dtype
+  Halide::Func d_bias{"d_bias"};      // (j, i, h, b) dBias: d_logits in storage dtype
+  // dBias's own copy of the four above: its pass recomputes them, and Halide
+  // 21 clones a Func into one other consumer only (the dQ pass's).
+  LogitGradient bias_terms{Halide::Func("bias_scores"), Halide::Func("bias_d_probs"),
+                           Halide::Func("bias_probs"), Halide::Func("bias_d_logits")};
+  Halide::Func dq{"dq"};  // (d, i, h, b) storage dtype
+  Halide::Func dk{"dk"};  // (d, j, kv head, b) storage dtype
+  Halide::Func dv{"dv"};  // (d, j, kv head, b) storage dtype
   // The f32 sums dq, dk and dv store, per block: dq_sum (d, query in block,
   // query block, h, b); key_sums (d, key in block, key block, kv head, b), a
   // Tuple {dk, dv}: both sum over the same queries, so one loop nest computes them.

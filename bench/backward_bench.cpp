@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <memory>
+#include <stdexcept>
 
 #include "autotune/backward_problem.h"
 #include "autotune/builder.h"
 #include "autotune/checker.h"
 #include "bench/fma_peak.h"
+#include "bench/openblas_backward.h"
 #include "bench/torch_peer.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_attention_backward.h"
@@ -58,6 +61,39 @@ struct Implementation {
   std::string name;
   std::unique_ptr<JitAttentionBackward> kernel;
 };
+
+// OpenBLAS's unfused backward on the problem's dense f32 copies, checked
+// against the naive gradients, then timed.
+void add_openblas_row(const AttentionSpec& spec, const Shape& shape, autotune::BackwardProblem& in,
+                      const std::vector<float>& expected, const BackwardBenchOptions& options,
+                      const std::function<void(const Timing&)>& add_row) {
+  std::unique_ptr<OpenBlasBackward> blas;
+  try {
+    blas = std::make_unique<OpenBlasBackward>(spec);
+  } catch (const std::invalid_argument& error) {
+    fmt::print(stderr, "  skipped openblas_unfused: {}\n", error.what());
+    return;
+  }
+  blas->set_num_threads(options.threads);
+  const BackwardArguments& a = in.arguments();
+  const std::vector<float> q = in.as_f32(a.q), k = in.as_f32(a.k), v = in.as_f32(a.v),
+                           out = in.as_f32(a.out), d_out = in.as_f32(a.d_out);
+  std::vector<float> gradients(2 * (q.size() + k.size()));
+  float* dq = gradients.data();
+  float* dk = dq + q.size();
+  float* dv = dk + k.size();
+  auto run = [&] {
+    blas->run({q.data(), k.data(), v.data(), out.data(), d_out.data(), dq, dk, dv}, shape.batch,
+              shape.q_len, shape.kv_len, a.scale);
+  };
+  run();
+  if (auto check = autotune::check_output(gradients, expected, spec.dtype); !check.ok) {
+    fmt::print(stderr, "  skipped openblas_unfused: gradients differ from naive's: {}\n",
+               check.detail);
+    return;
+  }
+  add_row(time_runs(run, options.timing));
+}
 
 }  // namespace
 
@@ -143,6 +179,9 @@ std::vector<BenchRow> run_backward_bench(const BackwardBenchOptions& options) {
         rows.push_back(row(impl.name, t, naive_ms));
         fmt::print(stderr, "  {} {}: {:.3f} ms\n", text, impl.name, t.median_ms);
       }
+      add_openblas_row(spec, shape, in, naive_gradients, options, [&](const Timing& t) {
+        rows.push_back(row("openblas_unfused", t, naive_ms));
+      });
       if (!options.torch_python.empty()) {
         const BackwardArguments& a = in.arguments();
         const std::vector<float> q = in.as_f32(a.q), k = in.as_f32(a.k), v = in.as_f32(a.v),

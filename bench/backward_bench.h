@@ -1,6 +1,7 @@
 // The backward pass's benchmark: dQ, dK and dV of each shape and spec from the
 // naive backward schedule, the backward presets the host runs, Halide's x86 autoschedulers on the
-// backward algorithm, and PyTorch's SDPA backward, timed in one run on the same inputs (the
+// backward algorithm, OpenBLAS's unfused backward (bench/openblas_backward.h) and PyTorch's SDPA
+// backward, timed in one run on the same inputs (the
 // forward's out and lse from an online kernel with .lse). Rated at 2.5x the forward's FLOPs
 // (FlashAttention's convention) against the FMA peak measured in the run. Every implementation's
 // gradients are checked against the naive kernel's before it is timed.

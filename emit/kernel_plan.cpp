@@ -274,6 +274,7 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
     if (auto misfit = backward_misfit(spec)) throw *misfit;
     backward.emplace(spec.to_string(), spec);
     spec.return_lse = true;
+    spec.bias_grad = false;  // the forward writes no dBias
     forward_specs.push_back(spec);
   }
   std::vector<Record> shipped = database.winners({"", kShippedKinds, {}});

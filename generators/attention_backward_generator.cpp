@@ -79,6 +79,9 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
       case BackwardArgument::dv:
         gradients_.push_back(add_output<Buffer<>>(name, storage, 4));
         break;
+      case BackwardArgument::d_bias:
+        d_bias_ = add_output<Buffer<>>(name, storage, 4);
+        break;
     }
   }
 
@@ -100,6 +103,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     constrain(dq, {d, q_len, spec_.heads, batch});
     for (auto* rows : {&dk, &dv}) constrain(*rows, {d, kv_len, spec_.kv_heads, batch});
     constrain(*lse_, {q_len, spec_.heads, batch});
+    if (d_bias_) constrain(*d_bias_, {kv_len, q_len, spec_.heads, batch});
     score_inputs_.constrain(spec_, batch, q_len, kv_len);
 
     AttentionInputs in;
@@ -116,11 +120,16 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
     dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
     dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
+    schedules::BackwardOutputs outputs{dq, dk, dv};
+    if (d_bias_) {
+      (*d_bias_)(vars.j, vars.i, vars.h, vars.b) = f.d_bias(vars.j, vars.i, vars.h, vars.b);
+      outputs.d_bias = *d_bias_;
+    }
     set_estimates(q, k, v, out, d_out, dq, dk, dv);
     if (tuned_ && tuned_->gpu) {
-      schedules::apply_cuda_backward(*tuned_, f, {dq, dk, dv}, vars, spec_.softcapped());
+      schedules::apply_cuda_backward(*tuned_, f, outputs, vars, spec_.softcapped());
     } else if (tuned_) {
-      schedules::apply_x86_backward(*tuned_, f, {dq, dk, dv}, vars, spec_.softcapped());
+      schedules::apply_x86_backward(*tuned_, f, outputs, vars, spec_.softcapped());
     } else if (std::string(schedule) == "naive") {
       schedules::apply_naive_backward(f);
     }
@@ -150,6 +159,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dk.set_estimates(keys);
     dv.set_estimates(keys);
     lse_->set_estimates({{0, Lq}, {0, spec_.heads}, {0, B}});
+    if (d_bias_) d_bias_->set_estimates({{0, Lk}, {0, Lq}, {0, spec_.heads}, {0, B}});
     score_inputs_.set_estimates(spec_, B, Lq, Lk);
   }
 
@@ -159,6 +169,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
   GeneratorInput<Buffer<float>>* lse_ = nullptr;
   ScoreInputs score_inputs_;
   std::vector<Gradient*> gradients_;  // dq, dk, dv
+  Gradient* d_bias_ = nullptr;        // .dbias only
 };
 
 }  // namespace

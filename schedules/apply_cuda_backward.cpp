@@ -69,8 +69,9 @@ void apply_cuda_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   BackwardFuncs f = funcs;
   // The dQ pass recomputes P and dS: clones, computed at its own loops.
   Func dq_scores = f.d_scores.clone_in(f.dq_sum);
-  Func dq_probs = f.probs.clone_in(dq_scores);
-  Func dq_d_probs = f.d_probs.clone_in(dq_scores);
+  Func dq_logits = f.d_logits.clone_in(dq_scores);
+  Func dq_probs = f.probs.clone_in(dq_logits);
+  Func dq_d_probs = f.d_probs.clone_in(dq_logits);
   Func dq_dots = softcap ? f.scores.clone_in({dq_probs, dq_scores}) : f.scores.clone_in(dq_probs);
 
   // rowsum(dO * O): a thread per query row, before either pass.

@@ -114,6 +114,29 @@ int head_dim_of(const Halide::RDom& over_dim) {
   return extent;
 }
 
+// dBias, a third pass: in parallel over (query block, head, batch), per
+// step of key_block keys, q.k and dO.v once more as the dK/dV pass computes
+// them, then the step's dlogit written out.
+void schedule_bias_pass(const BackwardSchedule& s, BackwardFuncs f, Func d_bias,
+                        const AttentionVars& v, int head_dim) {
+  Func logits = f.bias_terms.d_logits, probs = f.bias_terms.probs;
+  Func d_probs = f.bias_terms.d_probs, dots = f.bias_terms.scores;
+  Var query_blocks("query_blocks"), in_block("in_block"), key_steps("key_steps"), step("step");
+  d_bias.split(v.i, query_blocks, in_block, s.query_block, TailStrategy::GuardWithIf)
+      .split(v.j, key_steps, step, s.key_block, TailStrategy::GuardWithIf)
+      .reorder(step, in_block, key_steps, query_blocks, v.h, v.b)
+      .vectorize(step, s.vector_width)
+      .parallel(query_blocks)
+      .parallel(v.h)
+      .parallel(v.b);
+  const LoopLevel key_step(d_bias, key_steps);
+  Func k_in = s.bf16_dots ? f.k_pairs : f.k_rows, v_in = s.bf16_dots ? f.v_pairs : f.v_rows;
+  transpose_at(s, f, k_in.in(dots), v.j, v, s.key_block, key_step);
+  transpose_at(s, f, v_in.in(d_probs), v.j, v, s.key_block, key_step);
+  schedule_step(s, {v.j, v.i, s.key_block, s.query_block}, key_step, {dots, d_probs}, f.over_dim,
+                head_dim, {probs, logits});
+}
+
 }  // namespace
 
 void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
@@ -127,8 +150,9 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   // schedules them at its own loops.
   const bool pairs = s.bf16_dots;
   Func dq_scores = f.d_scores.clone_in(pairs ? f.d_score_key_pairs : f.dq_sum);
-  Func dq_probs = f.probs.clone_in(dq_scores);
-  Func dq_d_probs = f.d_probs.clone_in(dq_scores);
+  Func dq_logits = f.d_logits.clone_in(dq_scores);
+  Func dq_probs = f.probs.clone_in(dq_logits);
+  Func dq_d_probs = f.d_probs.clone_in(dq_logits);
   Func dq_dots = softcap ? f.scores.clone_in({dq_probs, dq_scores}) : f.scores.clone_in(dq_probs);
 
   f.out_dots.compute_root().parallel(v.h).vectorize(v.i, lanes);
@@ -185,6 +209,7 @@ void apply_x86_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
     interleave_pairs_at(s, f, {f.d_score_key_pairs}, v.i, key_step);
     interleave_pairs_at(s, f, {f.k_key_pairs}, v.d, key_step);
   }
+  if (outputs.d_bias.defined()) schedule_bias_pass(s, f, outputs.d_bias, v, head_dim);
 }
 
 }  // namespace attnforge::schedules

@@ -12,6 +12,7 @@ namespace attnforge::schedules {
 
 struct BackwardOutputs {
   Halide::Func dq, dk, dv;
+  Halide::Func d_bias;  // .dbias only, else undefined
 };
 
 void apply_x86_backward(const BackwardSchedule& schedule, const BackwardFuncs& funcs,

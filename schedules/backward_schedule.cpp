@@ -135,6 +135,7 @@ std::optional<ScheduleError> check_gpu_backward(const BackwardSchedule& s,
   ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
                     "bf16 storage has no GPU backward yet; f32 and f16 do");
   ATTNFORGE_REQUIRE(s.bf16_dots == 0, "bf16_dots", "bf16 dot products are an x86 instruction");
+  ATTNFORGE_REQUIRE(!spec.bias_grad, "bias_grad", "the GPU row form writes no dBias yet");
   const BackwardSchedule preset = load_backward_preset("backward_rows_gpu");
   for (const BackwardKnob& knob : backward_knobs()) {
     const bool threads = knob.field == &S::key_block || knob.field == &S::query_block;
@@ -209,7 +210,8 @@ int effective_grad_vectors(const BackwardSchedule& s, int head_dim) {
 
 void apply_naive_backward(const BackwardFuncs& f) {
   for (Halide::Func stage :
-       {f.scores, f.probs, f.d_probs, f.out_dots, f.d_scores, f.dq_sum, f.key_sums}) {
+       {f.scores, f.probs, f.d_probs, f.out_dots, f.d_scores, f.dq_sum, f.key_sums,
+        f.bias_terms.scores, f.bias_terms.d_probs, f.bias_terms.probs, f.bias_terms.d_logits}) {
     stage.compute_root();
   }
 }

@@ -268,6 +268,11 @@ TargetKind kind_of(const Halide::Target& target) {
 
 std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
                                                   const Halide::Target& target) {
+  if (spec.bias_grad) {
+    return ScheduleError("bias_grad",
+                         "forward kernels write no dBias; .dbias is a backward "
+                         "kernel's spec");
+  }
   // Halide 21's PTX backend aborts on bf16 loads: bf16 goes to the
   // tensor-core form, whose words are integers; OpenCL has no such form.
   if (kind_of(target) == TargetKind::gpu && spec.dtype == DType::bf16 &&
@@ -275,6 +280,11 @@ std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
     return ScheduleError("dtype",
                          "bf16 storage on a GPU needs CUDA's tensor-core form online_mma; '" +
                              target.to_string() + "' has no CUDA");
+  }
+  if (kind_of(target) == TargetKind::gpu && spec.dtype == DType::bf16 && spec.return_lse) {
+    return ScheduleError("lse",
+                         "bf16 on CUDA takes the tensor-core form online_mma, which returns no "
+                         "lse yet; f32 and f16 do");
   }
   if (kind_of(target) == TargetKind::gpu && spec.paged()) {
     return ScheduleError("page_size", "a paged KV cache has CPU kernels only");

@@ -13,13 +13,14 @@ namespace attnforge {
 
 const char* const kSpecGrammar =
     "mask['.br']['.kpad'['.page<P>']]['.bias'|'.alibi']['.softcap<C>']['.mod<name>_<hash>'].heads."
-    "d<D>.dtype['.kv8'|'.kvfp8']['.weights']['.lse'] where "
+    "d<D>.dtype['.kv8'|'.kvfp8']['.weights']['.lse']['.dbias'] where "
     "mask = full | causal | window<L>_<R> | window (sizes given per call), "
     "softcap<C> = tanh(s / C) * C on the scaled logits, C written with p for a decimal point "
     "(softcap30, softcap2p5), mod<name>_<hash> = a user's score and mask rule and the 8 hex "
     "digits of its source's hash (moddocument_1a2b3c4d), heads = mha<H> | gqa<H>x<Hkv> | mqa<H>, "
     "dtype = f32 | f16 | bf16, kv8 = K and V stored as int8 with a scale per row, "
-    "kvfp8 = as fp8 e4m3 with a scale per KV head, lse = also each row's log-sum-exp "
+    "kvfp8 = as fp8 e4m3 with a scale per KV head, lse = also each row's log-sum-exp, "
+    "dbias = a backward that also writes the bias tensor's gradient "
     "(e.g. causal.gqa32x8.d128.f16, causal.br.kpad.gqa32x8.d128.bf16.kv8)";
 
 namespace {
@@ -306,6 +307,14 @@ void AttentionSpec::validate() const {
                     fmt::format("a paged cache has no contiguous key positions for {}",
                                 return_weights ? "returned weights" : "a bias tensor"));
   }
+  if (bias_grad && bias != BiasKind::tensor) {
+    throw SpecError("bias_grad", "dBias (.dbias) is the gradient of a bias tensor (.bias)");
+  }
+  if (bias_grad && (return_lse || return_weights)) {
+    throw SpecError("bias_grad",
+                    "dBias (.dbias) is a backward kernel's; its spec has no "
+                    ".lse or .weights");
+  }
   if (alignment == Alignment::bottom_right && !positional()) {
     throw SpecError("alignment", "bottom_right alignment needs a causal or window mask or ALiBi");
   }
@@ -327,6 +336,7 @@ std::string AttentionSpec::to_string() const {
   if (quantized_kv()) text += fmt::format(".{}", attnforge::to_string(kv_storage));
   if (return_weights) text += ".weights";
   if (return_lse) text += ".lse";
+  if (bias_grad) text += ".dbias";
   return text;
 }
 
@@ -382,6 +392,7 @@ AttentionSpec AttentionSpec::parse(std::string_view text) {
   }
   spec.return_weights = take_if("weights");
   spec.return_lse = take_if("lse");
+  spec.bias_grad = take_if("dbias");
   if (next != tokens.size()) {
     throw SpecError("spec", fmt::format("unexpected token '{}' in '{}'; grammar: {}", tokens[next],
                                         text, kSpecGrammar));
@@ -401,7 +412,7 @@ bool AttentionSpec::operator==(const AttentionSpec& o) const {
          modifier_hash == o.modifier_hash && page_size == o.page_size && bias == o.bias &&
          heads == o.heads && kv_heads == o.kv_heads && head_dim == o.head_dim && dtype == o.dtype &&
          kv_storage == o.kv_storage && return_weights == o.return_weights &&
-         return_lse == o.return_lse;
+         return_lse == o.return_lse && bias_grad == o.bias_grad;
 }
 
 }  // namespace attnforge

@@ -77,6 +77,9 @@ struct AttentionSpec {
   // exp(logit) over the keys it sees, +inf for a row that sees none. The
   // backward pass reads it (spec/backward_arguments.h).
   bool return_lse = false;
+  // A backward kernel that also writes the bias tensor's gradient dBias
+  // [B, H, Lq, Lk] (spec/backward_arguments.h); a bias tensor's specs only.
+  bool bias_grad = false;
 
   // Throws SpecError naming the first invalid field.
   void validate() const;

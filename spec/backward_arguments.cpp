@@ -8,12 +8,12 @@ void* scalar_address(BackwardArguments& args, BackwardArgument argument) {
   return &args.scale;
 }
 
-const std::array<BackwardArgumentSlot, 15>& backward_argument_table() {
+const std::array<BackwardArgumentSlot, 16>& backward_argument_table() {
   using A = BackwardArgument;
   using E = ArgumentElement;
   using Args = BackwardArguments;
   auto always = [](const AttentionSpec&) { return true; };
-  static const std::array<BackwardArgumentSlot, 15> table = {{
+  static const std::array<BackwardArgumentSlot, 16> table = {{
       {A::q, "q", E::storage, 4, false, always, &Args::q},
       {A::k, "k", E::storage, 4, false, always, &Args::k},
       {A::v, "v", E::storage, 4, false, always, &Args::v},
@@ -34,6 +34,8 @@ const std::array<BackwardArgumentSlot, 15>& backward_argument_table() {
       {A::dq, "dq", E::storage, 4, true, always, &Args::dq},
       {A::dk, "dk", E::storage, 4, true, always, &Args::dk},
       {A::dv, "dv", E::storage, 4, true, always, &Args::dv},
+      {A::d_bias, "d_bias", E::storage, 4, true, [](const AttentionSpec& s) { return s.bias_grad; },
+       &Args::d_bias},
   }};
   return table;
 }

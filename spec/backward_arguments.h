@@ -32,14 +32,17 @@ struct BackwardArguments {
   halide_buffer_t* dq = nullptr;  // as q
   halide_buffer_t* dk = nullptr;  // as k: summed over each KV head's query heads
   halide_buffer_t* dv = nullptr;  // as v, likewise
+  // .dbias only: the loss's gradient by the bias, (Lk, Lq, H, B) as bias;
+  // 0 where the mask hides a key.
+  halide_buffer_t* d_bias = nullptr;
 };
 
 // clang-format off
-enum class BackwardArgument { q, k, v, out, d_out, lse, key_lengths, bias, alibi_slopes, scale, window_left, window_right, dq, dk, dv };
+enum class BackwardArgument { q, k, v, out, d_out, lse, key_lengths, bias, alibi_slopes, scale, window_left, window_right, dq, dk, dv, d_bias };
 // clang-format on
 using BackwardArgumentSlot = ArgumentSlot<BackwardArgument, AttentionSpec, BackwardArguments>;
 
-const std::array<BackwardArgumentSlot, 15>& backward_argument_table();
+const std::array<BackwardArgumentSlot, 16>& backward_argument_table();
 
 // Where scalar `argument` lies in `args`.
 void* scalar_address(BackwardArguments& args, BackwardArgument argument);

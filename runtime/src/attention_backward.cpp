@@ -15,10 +15,10 @@ namespace attnforge {
 Status attention_backward(const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& out, const TensorView& d_out, const TensorView& lse,
                           const TensorView& dq, const TensorView& dk, const TensorView& dv,
-                          const AttentionOptions& options) {
+                          const AttentionOptions& options, const TensorView* d_bias) {
   runtime::ValidatedCall call;
-  Status status =
-      runtime::validate_backward_call({q, k, v, out, d_out, lse, dq, dk, dv}, options, &call);
+  Status status = runtime::validate_backward_call({q, k, v, out, d_out, lse, dq, dk, dv, d_bias},
+                                                  options, &call);
   if (!status.ok()) return status;
   const runtime::RegisteredKernel* chosen =
       runtime::choose(call, runtime::host_cpu_features(), "", &status, true);
@@ -26,7 +26,8 @@ Status attention_backward(const TensorView& q, const TensorView& k, const Tensor
   if (call.empty) return Status::success();
 
   const KernelPackage& package = attnforge_kernel_package;
-  runtime::HalideTensor tq, tk, tv, tout, td_out, tlse, tlengths, tbias, tslopes, tdq, tdk, tdv;
+  runtime::HalideTensor tq, tk, tv, tout, td_out, tlse, tlengths, tbias, tslopes, tdq, tdk, tdv,
+      td_bias;
   BackwardArguments args;
   const int64_t bias_extents[4] = {call.batch, q.shape[1], call.q_len, call.kv_len};
   int error = 0;
@@ -48,6 +49,7 @@ Status attention_backward(const TensorView& q, const TensorView& k, const Tensor
   args.dq = wrap(&dq, tdq);
   args.dk = wrap(&dk, tdk);
   args.dv = wrap(&dv, tdv);
+  args.d_bias = wrap(d_bias, td_bias);
   if (error != 0) {
     return {ErrorCode::kernel_failed,
             fmt::format("wrapping a tensor failed (Halide error {})", error)};

@@ -74,11 +74,24 @@ Status validate_backward_call(const BackwardTensors& t, const AttentionOptions& 
                             {options.bias, "bias"},
                             {options.alibi_slopes, "alibi_slopes"},
                             {&t.dq, "dq"},
-                            {&t.dk, "dk"}};
+                            {&t.dk, "dk"},
+                            {&t.dv, "dv"}};
   constexpr size_t kInputs = 9;
   ATTNFORGE_CHECK(check_written(t.dq, "dq", read, kInputs));
   ATTNFORGE_CHECK(check_written(t.dk, "dk", read, kInputs + 1));
   ATTNFORGE_CHECK(check_written(t.dv, "dv", read, kInputs + 2));
+  if (t.d_bias) {
+    // Every (b, h) entry's gradient: a bias broadcast over B or H sums it there.
+    const char* text = "[B, H, Lq, Lk] (every entry of the bias, broadcast or not)";
+    if (!options.bias) return invalid("d_bias: the gradient of a bias; the call passes none");
+    const int64_t shape[4] = {b, h, lq, lk};
+    ATTNFORGE_CHECK(check_layout(*t.d_bias, "d_bias", 4, text));
+    ATTNFORGE_CHECK(check_type(*t.d_bias, "d_bias", t.q.type));
+    ATTNFORGE_CHECK(check_device(*t.d_bias, "d_bias", t.q.device));
+    ATTNFORGE_CHECK(check_shape(*t.d_bias, "d_bias", shape, text));
+    ATTNFORGE_CHECK(check_written(*t.d_bias, "d_bias", read, kInputs + 3));
+    call->spec.bias_grad = true;
+  }
   return Status::success();
 }
 

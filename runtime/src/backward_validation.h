@@ -10,6 +10,7 @@ namespace attnforge::runtime {
 
 struct BackwardTensors {
   const TensorView &q, &k, &v, &out, &d_out, &lse, &dq, &dk, &dv;
+  const TensorView* d_bias = nullptr;  // the bias's gradient, when asked for
 };
 
 Status validate_backward_call(const BackwardTensors& t, const AttentionOptions& options,

@@ -41,14 +41,15 @@ TEST(LseJit, EveryFormReturnsTheRowsLse) {
                                 {preset_for("decode_int16")});
 }
 
-TEST(LseJit, CudaKernelsWithLseAreNamed) {
+// The SIMT forms return lse on CUDA (sampled_cuda_schedules_test runs them);
+// the tensor-core form does not yet, and names its form.
+TEST(LseJit, CudaKernelsWithoutLseAreNamed) {
   const AttentionSpec spec = AttentionSpec::parse("causal.gqa4x2.d64.f16.lse");
-  for (const char* preset : {"online_cuda", "online_mma_cuda"}) {
-    const auto misfit = schedules::check(schedules::load_preset(preset), spec,
-                                         Halide::Target("host-cuda-cuda_capability_80"));
-    ASSERT_TRUE(misfit.has_value()) << preset;
-    EXPECT_EQ(misfit->field(), "lse") << misfit->what();
-  }
+  const Halide::Target cuda("host-cuda-cuda_capability_80");
+  EXPECT_FALSE(schedules::check(schedules::load_preset("online_cuda"), spec, cuda));
+  const auto misfit = schedules::check(schedules::load_preset("online_mma_cuda"), spec, cuda);
+  ASSERT_TRUE(misfit.has_value());
+  EXPECT_EQ(misfit->field(), "form") << misfit->what();
 }
 
 TEST(LseJit, TheSpecTokenRoundTrips) {

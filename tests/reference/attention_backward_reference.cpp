@@ -16,6 +16,7 @@ Gradients attention_backward(const Problem& p, const std::vector<double>& d_out)
   g.dq.assign(p.q.size(), 0.0);
   g.dk.assign(p.k.size(), 0.0);
   g.dv.assign(p.v.size(), 0.0);
+  g.d_bias.assign(static_cast<size_t>(p.batch) * H * p.q_len * p.kv_len, 0.0);
   std::vector<double> d_probs(p.kv_len);
   for (int b = 0; b < p.batch; ++b) {
     for (int h = 0; h < H; ++h) {
@@ -42,7 +43,9 @@ Gradients attention_backward(const Problem& p, const std::vector<double>& d_out)
             const double t = std::tanh(dot * p.scale / s.softcap);
             slope = 1.0 - t * t;
           }
-          const double d_score = probs[j] * (d_probs[j] - weighted) * slope * p.scale;
+          const double d_logit = probs[j] * (d_probs[j] - weighted);
+          g.d_bias[row * p.kv_len + j] = d_logit;
+          const double d_score = d_logit * slope * p.scale;
           for (int d = 0; d < D; ++d) {
             g.dq[row * D + d] += d_score * k[d];
             g.dk[kv_base + j * D + d] += d_score * q[d];

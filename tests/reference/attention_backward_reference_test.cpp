@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace attnforge::reference {
 namespace {
@@ -58,9 +60,10 @@ void expect_matches_finite_differences(const std::string& spec, int batch, int q
   for (double& x : d_out) x = uniform(rng);
   const Gradients g = attention_backward(p, d_out);
   constexpr double kStep = 1e-5, kTolerance = 1e-7;
-  for (auto [values, gradient, name] :
-       {std::tuple{&p.q, &g.dq, "dq"}, std::tuple{&p.k, &g.dk, "dk"},
-        std::tuple{&p.v, &g.dv, "dv"}}) {
+  std::vector<std::tuple<std::vector<double>*, const std::vector<double>*, const char*>> inputs = {
+      {&p.q, &g.dq, "dq"}, {&p.k, &g.dk, "dk"}, {&p.v, &g.dv, "dv"}};
+  if (p.spec.bias == BiasKind::tensor) inputs.emplace_back(&p.bias, &g.d_bias, "d_bias");
+  for (auto [values, gradient, name] : inputs) {
     ASSERT_EQ(values->size(), gradient->size()) << name;
     for (size_t n = 0; n < values->size(); ++n) {
       const double saved = (*values)[n];
@@ -80,6 +83,7 @@ TEST(BackwardReference, MatchesFiniteDifferencesOfTheForward) {
   expect_matches_finite_differences("causal.br.kpad.gqa4x2.d4.f32", 3, 4, 6);
   expect_matches_finite_differences("causal.alibi.softcap2.mqa2.d3.f32", 2, 5, 3);
   expect_matches_finite_differences("window1_1.bias.mha1.d2.f32", 1, 1, 4);
+  expect_matches_finite_differences("causal.br.kpad.bias.softcap2.gqa4x2.d3.f32", 3, 4, 5);
 }
 
 TEST(BackwardReference, ARowThatSeesNoKeyHasZeroGradientsAndInfiniteLse) {

@@ -59,6 +59,17 @@ TEST(BackwardX86Schedule, GroupedHeadsAndAdditiveTermsMatchTheReference) {
   }
 }
 
+// dBias (.dbias): a third pass writes the logits' gradient, every mask and
+// heads, softcap (dBias is the logit's, not the score's), half precision.
+TEST(BackwardX86Schedule, BiasGradientsMatchTheReference) {
+  for (const char* spec :
+       {"full.bias.mha2.d16.f32.dbias", "causal.br.kpad.bias.gqa4x2.d32.f32.dbias",
+        "window5_2.bias.softcap5.mqa2.d16.f32.dbias", "causal.bias.gqa4x2.d32.f16.dbias"}) {
+    expect_schedule_matches_reference(spec, host_preset());
+    expect_schedule_matches_reference(spec, "naive", {{2, 7, 33}, {1, 1, 1}});
+  }
+}
+
 TEST(BackwardX86Schedule, HalfPrecisionStorageMatchesTheReference) {
   for (const char* spec : {"causal.gqa4x2.d32.f16", "causal.br.kpad.gqa4x2.d64.bf16"}) {
     expect_schedule_matches_reference(spec, host_preset());
@@ -83,8 +94,9 @@ TEST(BackwardX86Schedule, Bf16DotProductsMatchTheReference) {
     GTEST_SKIP() << target.to_string() << " has no bf16 dot products; "
                  << "Bf16DotProductsAreTheInstruction compiles them for Zen 4";
   }
-  for (const char* spec : {"causal.br.kpad.gqa4x2.d64.bf16", "full.bias.mqa4.d32.bf16",
-                           "window5_2.mha2.d16.bf16", "causal.br.softcap5.gqa4x2.d32.bf16"}) {
+  for (const char* spec :
+       {"causal.br.kpad.gqa4x2.d64.bf16", "full.bias.mqa4.d32.bf16", "window5_2.mha2.d16.bf16",
+        "causal.br.softcap5.gqa4x2.d32.bf16", "causal.br.bias.gqa4x2.d32.bf16.dbias"}) {
     expect_schedule_matches_reference(spec, "backward_bf16_avx512");
   }
 }

@@ -74,6 +74,9 @@ TEST(CudaSchedule, TheTensorCoreFormNamesItsMisfits) {
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), opencl)->field(),
             "dtype");
   EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), kCuda));
+  EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16.lse"), kCuda)->field(),
+            "lse");
+  EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f16.lse"), kCuda));
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f32.kv8"), kCuda)->field(),
             "kv_storage");
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f32.kvfp8"), kCuda)->field(),

@@ -34,6 +34,7 @@ const char* const kCanonicalSpecs[] = {
     "full.bias.softcap1000000.mha1.d1.f16.weights",
     "causal.moddocument_0123abcd.mha8.d64.f32",
     "window.br.kpad.alibi.softcap30.modt5_ffffffff.gqa4x2.d32.bf16.kv8.weights",
+    "causal.br.kpad.bias.softcap30.gqa4x2.d64.bf16.dbias",
 };
 
 class CanonicalSpec : public ::testing::TestWithParam<const char*> {};
@@ -64,7 +65,7 @@ TEST(AttentionSpec, ParsesEveryField) {
 
 TEST(AttentionSpec, EveryFieldChangesTheString) {
   AttentionSpec base = AttentionSpec::parse("causal.mha8.d64.f32");
-  std::vector<AttentionSpec> variants(14, base);
+  std::vector<AttentionSpec> variants(15, base);
   variants[0].mask = PositionMask::none;
   variants[1].alignment = Alignment::bottom_right;
   variants[2].key_padding = true;
@@ -82,6 +83,8 @@ TEST(AttentionSpec, EveryFieldChangesTheString) {
   variants[12].modifier_hash = "0123abcd";
   variants[13].modifier = "document";
   variants[13].modifier_hash = "0123abce";
+  variants[14].bias = BiasKind::tensor;
+  variants[14].bias_grad = true;
   std::set<std::string> strings = {base.to_string()};
   for (const AttentionSpec& v : variants) {
     EXPECT_TRUE(strings.insert(v.to_string()).second) << v.to_string();
@@ -131,6 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"causal.mha8.d64.f32.weights.kv8", "spec"},
         BadSpec{"causal.mha8.d64.kv8.f32", "dtype"},
         BadSpec{"causal.mha8.d64.f32.kv8.kvfp8", "spec"},
+        BadSpec{"causal.mha8.d64.f32.dbias", "bias_grad"},
+        BadSpec{"causal.alibi.mha8.d64.f32.dbias", "bias_grad"},
+        BadSpec{"causal.bias.mha8.d64.f32.lse.dbias", "bias_grad"},
+        BadSpec{"causal.bias.mha8.d64.f32.dbias.lse", "spec"},
         BadSpec{"causal.mha99999.d64.f32", "heads"},
         BadSpec{"causal.softcap.mha8.d64.f32", "softcap"},
         BadSpec{"causal.softcap-30.mha8.d64.f32", "softcap"},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 namespace attnforge::testing {
 
@@ -14,8 +15,10 @@ Tolerance backward_tolerance_for(DType dtype) {
 
 namespace {
 
+// The forward's spec: with its lse, and no dBias (a backward's output).
 AttentionSpec with_lse(AttentionSpec spec) {
   spec.return_lse = true;
+  spec.bias_grad = false;
   return spec;
 }
 
@@ -35,6 +38,10 @@ BackwardCase::BackwardCase(const AttentionSpec& spec, CaseShape shape, CaseOptio
   dv_ = std::make_unique<HostTensor>(storage, keys, order);
   lse_ = std::make_unique<HostTensor>(halide_type_t(halide_type_float, 32),
                                       HostTensor::Extents{shape.q_len, H, shape.batch, 1});
+  if (spec.bias_grad) {
+    d_bias_ = std::make_unique<HostTensor>(
+        storage, HostTensor::Extents{shape.kv_len, shape.q_len, H, shape.batch});
+  }
 
   const reference::Problem& problem = forward_.problem();
   const reference::Result forward = reference::attention(problem);
@@ -71,6 +78,7 @@ BackwardCase::BackwardCase(const AttentionSpec& spec, CaseShape shape, CaseOptio
   args_.dq = dq_->raw();
   args_.dk = dk_->raw();
   args_.dv = dv_->raw();
+  if (d_bias_) args_.d_bias = d_bias_->raw();
 }
 
 void BackwardCase::take_forward_outputs() {
@@ -84,9 +92,10 @@ Comparison BackwardCase::compare() const {
 
 Comparison BackwardCase::compare(Tolerance tolerance) const {
   Comparison all;
-  for (auto [actual, expected, name] :
-       {std::tuple{dq(), &expected_.dq, "dq"}, std::tuple{dk(), &expected_.dk, "dk"},
-        std::tuple{dv(), &expected_.dv, "dv"}}) {
+  std::vector<std::tuple<std::vector<double>, const std::vector<double>*, const char*>> gradients =
+      {{dq(), &expected_.dq, "dq"}, {dk(), &expected_.dk, "dk"}, {dv(), &expected_.dv, "dv"}};
+  if (d_bias_) gradients.emplace_back(d_bias(), &expected_.d_bias, "d_bias");
+  for (const auto& [actual, expected, name] : gradients) {
     double largest = 1.0;
     for (double x : *expected) largest = std::max(largest, std::fabs(x));
     const Comparison c =

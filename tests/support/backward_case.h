@@ -1,7 +1,7 @@
 // One attention backward problem for tests: an AttentionCase's inputs, the
 // forward's output and row log-sum-exp from the double reference (stored as
 // a forward kernel would return them), a random output gradient, the
-// backward kernel's arguments, and a comparison of its dq, dk and dv with
+// backward kernel's arguments, and a comparison of its dq, dk, dv (and dBias) with
 // the reference's gradients (reference/attention_backward_reference.h).
 #pragma once
 
@@ -36,10 +36,12 @@ class BackwardCase {
   std::vector<double> dq() const { return dq_->values(); }
   std::vector<double> dk() const { return dk_->values(); }
   std::vector<double> dv() const { return dv_->values(); }
+  // .dbias only: [B][H][Lq][Lk].
+  std::vector<double> d_bias() const { return d_bias_->values(); }
 
  private:
   AttentionCase forward_;
-  std::unique_ptr<HostTensor> out_, d_out_, lse_, dq_, dk_, dv_;
+  std::unique_ptr<HostTensor> out_, d_out_, lse_, dq_, dk_, dv_, d_bias_;
   reference::Gradients expected_;
   BackwardArguments args_;
 };
