@@ -150,16 +150,19 @@ Result attention(const Array& q, const Array& k, const Array& v, const Array& ou
 
 Result attention_backward(const Array& q, const Array& k, const Array& v, const Array& out,
                           const Array& d_out, const Array& lse, const Array& dq, const Array& dk,
-                          const Array& dv, const MaskArguments& m) {
+                          const Array& dv, const MaskArguments& m, const Optional& d_bias) {
   MaskViews views;
   const attnforge::AttentionOptions o = options_of(m, views);
+  TensorView d_bias_view;
+  const TensorView* td_bias = view(d_bias, "d_bias", d_bias_view);
   const TensorView tq = view(q, "q"), tk = view(k, "k"), tv = view(v, "v"), tout = view(out, "out");
   const TensorView td_out = view(d_out, "d_out"), tlse = view(lse, "lse");
   const TensorView tdq = view(dq, "dq"), tdk = view(dk, "dk"), tdv = view(dv, "dv");
   Status status;
   {
     nb::gil_scoped_release release;
-    status = attnforge::attention_backward(tq, tk, tv, tout, td_out, tlse, tdq, tdk, tdv, o);
+    status =
+        attnforge::attention_backward(tq, tk, tv, tout, td_out, tlse, tdq, tdk, tdv, o, td_bias);
   }
   return result(status);
 }
@@ -227,7 +230,7 @@ NB_MODULE(_attnforge, m) {
         nb::arg("modifier_tensors"), nb::arg("key_range_cache").none());
   m.def("attention_backward", &attention_backward, nb::arg("q"), nb::arg("k"), nb::arg("v"),
         nb::arg("out"), nb::arg("d_out"), nb::arg("lse"), nb::arg("dq"), nb::arg("dk"),
-        nb::arg("dv"), nb::arg("mask_arguments"));
+        nb::arg("dv"), nb::arg("mask_arguments"), nb::arg("d_bias").none());
   nb::class_<attnforge::ModifierKeyRangeCache>(m, "ModifierKeyRangeCache")
       .def(nb::init<>())
       .def_prop_ro("computed", &attnforge::ModifierKeyRangeCache::computed)

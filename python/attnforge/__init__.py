@@ -157,22 +157,27 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
 
 def attention_backward(q, k, v, out, d_out, lse, *, mask="none", alignment="top_left",
                        window=(0, 0), key_lengths=None, bias=None, alibi_slopes=None, scale=None,
-                       softcap=None, dq=None, dk=None, dv=None):
+                       softcap=None, bias_grad=False, dq=None, dk=None, dv=None, d_bias=None):
     """The gradients of attention(q, k, v, ...) for a loss whose gradient by
     its output is d_out: (dq, dk, dv), shaped as q, k and v, dk and dv summed
     over each KV head's query heads. out and lse ([B, H, Lq] float32) are the
     forward's, from attention(..., lse=True); the mask options are the
     forward's (no page table, packed batch, 8-bit cache or modifier). The
     package needs the spec's backward kernel (attnforge emit --backward).
-    dq, dk, dv: written in place when given. CPU only.
+    bias_grad (or d_bias given): also the bias's gradient, returned fourth,
+    [B, H, Lq, Lk] as q's type (every entry: a broadcast bias's gradient is
+    its sum over the broadcast dims); needs the spec's .dbias kernel.
+    dq, dk, dv, d_bias: written in place when given. CPU only.
     """
     dq = _empty_like(q, tuple(q.shape)) if dq is None else dq
     dk = _empty_like(k, tuple(k.shape)) if dk is None else dk
     dv = _empty_like(v, tuple(v.shape)) if dv is None else dv
+    if bias_grad and d_bias is None:
+        d_bias = _empty_like(q, tuple(q.shape[:3]) + (k.shape[2],))
     arguments = _mask_arguments(mask, alignment, window, key_lengths, bias, alibi_slopes, scale,
                                 softcap)
-    _check(_native.attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, arguments))
-    return dq, dk, dv
+    _check(_native.attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, arguments, d_bias))
+    return (dq, dk, dv) if d_bias is None else (dq, dk, dv, d_bias)
 
 
 def write_quantized_rows(rows, positions, cache, scales, *, page_table=None):

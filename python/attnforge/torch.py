@@ -10,7 +10,8 @@ operators (attnforge::attention, attnforge::attention_backward) with fake
 implementations, so torch.compile traces them without a graph break.
 Tensors are CPU float32, float16 or bfloat16 in [B, H, L, D] layout; a
 (B, L, H, D) tensor passes as .transpose(1, 2), as with attnforge.attention.
-The bias's gradient is not computed: a bias that requires grad is refused.
+A bias that requires grad gets its gradient from the .dbias backward kernel
+(emit --backward SPEC.dbias), summed over the dims it is broadcast along.
 """
 from typing import Optional, Tuple
 
@@ -47,23 +48,32 @@ def _(q, k, v, mask, alignment, window_left, window_right, key_lengths, bias, al
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
+def _bias_gradient_shape(q, k, bias_grad):
+    """[B, H, Lq, Lk] with bias_grad, else an empty tensor's (0,)."""
+    return tuple(q.shape[:3]) + (k.shape[2],) if bias_grad else (0,)
+
+
 @torch.library.custom_op("attnforge::attention_backward", mutates_args=())
 def _attention_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, d_out: Tensor, lse: Tensor,
                         mask: str, alignment: str, window_left: int, window_right: int,
                         key_lengths: Optional[Tensor], bias: Optional[Tensor],
                         alibi_slopes: Optional[Tensor], scale: Optional[float],
-                        softcap: Optional[float]) -> Tuple[Tensor, Tensor, Tensor]:
+                        softcap: Optional[float],
+                        bias_grad: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     # The kernels read rows whose innermost stride is 1.
     d_out = d_out if d_out.stride(-1) == 1 else d_out.contiguous()
-    return attnforge.attention_backward(q, k, v, out, d_out, lse, **_mask_options(
-        mask, alignment, window_left, window_right, key_lengths, bias, alibi_slopes, scale,
-        softcap))
+    gradients = attnforge.attention_backward(q, k, v, out, d_out, lse, bias_grad=bias_grad,
+                                             **_mask_options(mask, alignment, window_left,
+                                                             window_right, key_lengths, bias,
+                                                             alibi_slopes, scale, softcap))
+    return gradients if bias_grad else gradients + (q.new_empty((0,)),)
 
 
 @_attention_backward.register_fake
 def _(q, k, v, out, d_out, lse, mask, alignment, window_left, window_right, key_lengths, bias,
-      alibi_slopes, scale, softcap):
-    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+      alibi_slopes, scale, softcap, bias_grad):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            q.new_empty(_bias_gradient_shape(q, k, bias_grad)))
 
 
 _OPTIONS = ("mask", "alignment", "window_left", "window_right", "key_lengths", "bias",
@@ -73,9 +83,9 @@ _OPTIONS = ("mask", "alignment", "window_left", "window_right", "key_lengths", "
 def _setup_context(ctx, inputs, output):
     q, k, v = inputs[:3]
     options = dict(zip(_OPTIONS, inputs[3:]))
-    if options["bias"] is not None and options["bias"].requires_grad:
-        raise NotImplementedError("bias: its gradient (dBias) is not computed; "
-                                  "pass bias.detach()")
+    bias = options["bias"]
+    ctx.bias_grad = bias is not None and bias.requires_grad
+    ctx.bias_shape = None if bias is None else bias.shape
     out, lse = output
     ctx.mark_non_differentiable(lse)
     ctx.save_for_backward(q, k, v, out, lse)
@@ -84,8 +94,13 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, d_out, d_lse):
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = _attention_backward(q, k, v, out, d_out, lse, **ctx.options)
-    return (dq, dk, dv) + (None,) * len(_OPTIONS)
+    dq, dk, dv, d_bias = _attention_backward(q, k, v, out, d_out, lse, **ctx.options,
+                                             bias_grad=ctx.bias_grad)
+    options = [None] * len(_OPTIONS)
+    if ctx.bias_grad:
+        # Every (b, h) entry's gradient; a bias broadcast over B or H sums it there.
+        options[_OPTIONS.index("bias")] = d_bias.sum_to_size(ctx.bias_shape)
+    return (dq, dk, dv) + tuple(options)
 
 
 torch.library.register_autograd("attnforge::attention", _backward, setup_context=_setup_context)
@@ -98,7 +113,8 @@ def attention(q, k, v, *, mask="none", alignment="top_left", window=(0, 0), key_
     Arguments as attnforge.attention: q [B, H, Lq, D], k and v [B, H_kv, Lk,
     D]; mask "none", "causal" or "sliding_window" with window=(left, right);
     alignment "top_left" or "bottom_right"; key_lengths int32 [B]; bias
-    [B or 1, H or 1, Lq, Lk] (no gradient); alibi_slopes float32 [H]; scale
+    [B or 1, H or 1, Lq, Lk] (differentiable: needs the spec's .dbias backward
+    kernel); alibi_slopes float32 [H]; scale
     None for 1/sqrt(D); softcap None or the cap. Returns out [B, H, Lq, D].
     """
     out, _ = _attention(q, k, v, mask, alignment, int(window[0]), int(window[1]), key_lengths,

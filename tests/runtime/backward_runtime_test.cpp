@@ -14,9 +14,9 @@ namespace attnforge::testing {
 namespace {
 
 // The specs the test package ships backward kernels for (tests/runtime/CMakeLists.txt).
-constexpr const char* kBackwardSpecs[] = {"causal.br.kpad.gqa8x2.d64.f32",
-                                          "full.bias.mqa4.d32.bf16", "causal.br.alibi.mha2.d32.f32",
-                                          "window.br.kpad.mha2.d32.f16"};
+constexpr const char* kBackwardSpecs[] = {
+    "causal.br.kpad.gqa8x2.d64.f32", "full.bias.mqa4.d32.bf16", "causal.br.alibi.mha2.d32.f32",
+    "window.br.kpad.mha2.d32.f16", "full.bias.mqa4.d32.f32.dbias"};
 
 constexpr CaseShape kShapes[] = {{1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 70, 131}};
 
@@ -47,6 +47,7 @@ TEST(RuntimeBackward, TheRuntimesForwardFeedsItsBackward) {
     const AttentionSpec spec = AttentionSpec::parse(text);
     AttentionSpec forward_spec = spec;
     forward_spec.return_lse = true;
+    forward_spec.bias_grad = false;
     for (CaseShape shape : kShapes) {
       BackwardCase c(spec, shape, {.seed = 22});
       RuntimeCall forward(forward_spec, c.forward_arguments());
@@ -70,7 +71,52 @@ TEST(RuntimeBackward, ItsKernelIsTheSpecsBackward) {
     EXPECT_NE(k.function.find("_backward"), std::string::npos) << k.function;
     EXPECT_EQ(k.target.find("cuda"), std::string::npos) << k.function;
   }
-  EXPECT_EQ(backward, 8);
+  EXPECT_EQ(backward, 10);  // 5 specs, avx2 and host
+}
+
+// dBias: named when it cannot be, and nothing written.
+TEST(RuntimeBackward, ABiasGradientIsCheckedLikeTheOthers) {
+  const AttentionSpec with_bias = AttentionSpec::parse("full.bias.mqa4.d32.f32.dbias");
+  BackwardCase c(with_bias, {2, 5, 9});
+  const std::vector<double> d_bias = c.d_bias(), dq = c.dq();
+  std::vector<float> scratch(2 * 4 * 5 * 9, 7.0f);
+  const TensorView short_d_bias =
+      TensorView::contiguous(scratch.data(), ElementType::f32, {2, 4, 5, 8});
+  const TensorView f16_d_bias =
+      TensorView::contiguous(scratch.data(), ElementType::f16, {2, 4, 5, 9});
+  auto expect_refused = [&](BackwardRuntimeCall& bad, const std::string& message) {
+    const Status status = bad.run();
+    EXPECT_FALSE(status.ok()) << message;
+    EXPECT_NE(status.message.find(message), std::string::npos) << status.message;
+  };
+  {
+    BackwardRuntimeCall bad(with_bias, c);
+    bad.d_bias_given = &short_d_bias;
+    expect_refused(bad, "d_bias: expected shape [B, H, Lq, Lk]");
+  }
+  {
+    BackwardRuntimeCall bad(with_bias, c);
+    bad.d_bias_given = &f16_d_bias;
+    expect_refused(bad, "d_bias: expected element type f32, got f16");
+  }
+  {
+    BackwardRuntimeCall bad(with_bias, c);
+    bad.d_bias = bad.bias;
+    expect_refused(bad, "d_bias: its memory overlaps bias");
+  }
+  {
+    BackwardRuntimeCall bad(with_bias, c);
+    bad.options.bias = nullptr;
+    expect_refused(bad, "d_bias: the gradient of a bias; the call passes none");
+  }
+  EXPECT_EQ(c.d_bias(), d_bias);
+  EXPECT_EQ(c.dq(), dq);
+  // Without d_bias the call needs the spec's backward kernel without dBias,
+  // which this package does not ship.
+  BackwardRuntimeCall plain(with_bias, c);
+  plain.d_bias_given = nullptr;
+  expect_refused(plain, "no emitted kernel computes full.bias.mqa4.d32.f32");
+  EXPECT_EQ(c.dq(), dq);
 }
 
 // Each bad argument's message, and dq, dk and dv untouched.

@@ -1,7 +1,7 @@
 """attnforge.torch.attention over the runtime test package's backward kernels:
 gradients against PyTorch's autograd of scaled_dot_product_attention in
 float64, torch.autograd.gradcheck in float32, torch.compile without a graph
-break, (B, L, H, D) strided tensors, and a bias that requires grad refused.
+break, (B, L, H, D) strided tensors, and a bias's gradient, broadcast or not.
 Skipped where torch is not installed. Run with PYTHONPATH=<package>/python."""
 import unittest
 
@@ -15,17 +15,23 @@ except ImportError:
 
 
 def sdpa_float64(q, k, v, bias=None, is_causal=False):
-    """PyTorch's SDPA in float64 on copies, with K and V repeated per query head."""
+    """PyTorch's SDPA in float64 on copies, with K and V repeated per query head;
+    the leaves are q, k, v and the bias when it requires grad."""
     group = q.shape[1] // k.shape[1]
-    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    if bias is not None:
+        bias = bias.detach().double().requires_grad_(bias.requires_grad)
+        if bias.requires_grad:
+            leaves.append(bias)
+    q, k, v = leaves[:3]
     out = F.scaled_dot_product_attention(
-        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1),
-        attn_mask=None if bias is None else bias.double(), is_causal=is_causal)
-    return out, (q, k, v)
+        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), attn_mask=bias,
+        is_causal=is_causal)
+    return out, leaves
 
 
 def assert_gradients_close(test, got, expected, tolerance):
-    for name, a, b in zip("qkv", got, expected):
+    for name, a, b in zip(("q", "k", "v", "bias"), got, expected):
         scale = max(1.0, b.abs().max().item())
         error = (a.double() - b).abs().max().item()
         test.assertLessEqual(error, tolerance * scale, f"d{name}: max error {error}")
@@ -87,7 +93,7 @@ class Autograd(unittest.TestCase):
         for a, b in zip(got, (q.grad, k.grad, v.grad)):
             torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
-    def test_bf16_with_a_bias_and_a_bias_requiring_grad_refused(self):
+    def test_bf16_with_a_bias(self):
         # full.bias.mqa4.d32.bf16
         q = (torch.rand(2, 4, 9, 32) - 0.5).bfloat16().requires_grad_()
         k, v = ((torch.rand(2, 1, 13, 32) - 0.5).bfloat16().requires_grad_() for _ in range(2))
@@ -98,8 +104,21 @@ class Autograd(unittest.TestCase):
         expected, leaves = sdpa_float64(q, k, v, bias=bias)
         expected.backward(d_out.double())
         assert_gradients_close(self, [q.grad, k.grad, v.grad], [t.grad for t in leaves], 1e-2)
-        with self.assertRaisesRegex(NotImplementedError, "bias: its gradient"):
-            aft.attention(q, k, v, bias=bias.clone().requires_grad_())
+
+    def test_a_bias_gets_its_gradient_summed_over_its_broadcast_dims(self):
+        # full.bias.mqa4.d32.f32.dbias: a bias per (b, h), then one shared by the batch.
+        for bias_shape in ((2, 4, 9, 13), (1, 4, 9, 13)):
+            q = (torch.rand(2, 4, 9, 32) - 0.5).requires_grad_()
+            k, v = ((torch.rand(2, 1, 13, 32) - 0.5).requires_grad_() for _ in range(2))
+            bias = (torch.rand(bias_shape) - 0.5).requires_grad_()
+            out = aft.attention(q, k, v, bias=bias)
+            d_out = torch.rand_like(out)
+            out.backward(d_out)
+            self.assertEqual(bias.grad.shape, bias.shape)
+            expected, leaves = sdpa_float64(q, k, v, bias=bias)
+            expected.backward(d_out.double())
+            assert_gradients_close(self, [q.grad, k.grad, v.grad, bias.grad],
+                                   [t.grad for t in leaves], 2e-5)
 
 
 if __name__ == "__main__":

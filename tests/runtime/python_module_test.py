@@ -81,11 +81,11 @@ def gradient_reference(q, k, v, d_out, scale=None, **mask):
     k_rows, v_rows = np.repeat(k64, group, axis=1), np.repeat(v64, group, axis=1)
     dv = np.einsum("bhij,bhid->bhjd", p, grad)
     dp = np.einsum("bhid,bhjd->bhij", grad, v_rows)
-    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))  # also dBias
     dq = scale * np.einsum("bhij,bhjd->bhid", ds, k_rows)
     dk = scale * np.einsum("bhij,bhid->bhjd", ds, q64)
     per_kv_head = (batch, kv_heads, group, kv_len, dim)
-    return dq, dk.reshape(per_kv_head).sum(axis=2), dv.reshape(per_kv_head).sum(axis=2)
+    return dq, dk.reshape(per_kv_head).sum(axis=2), dv.reshape(per_kv_head).sum(axis=2), ds
 
 
 def layer_reference(x, w_qkv, b_qkv, w_o, b_o, heads, **mask):
@@ -384,7 +384,7 @@ class Backward(unittest.TestCase):
         d_out = random(self.rng, (batch, heads, q_len, dim), dtype)
         out, lse = attnforge.attention(q, k, v, lse=True, **mask)
         dq, dk, dv = attnforge.attention_backward(q, k, v, out, d_out, lse, **mask)
-        for got, expected in zip((dq, dk, dv), gradient_reference(q, k, v, d_out, **mask)):
+        for got, expected in zip((dq, dk, dv), gradient_reference(q, k, v, d_out, **mask)[:3]):
             self.assertEqual(got.dtype, dtype)
             np.testing.assert_allclose(got.astype(np.float64), expected,
                                        atol=tolerance * max(1.0, np.abs(expected).max()), rtol=0)
@@ -401,6 +401,23 @@ class Backward(unittest.TestCase):
         lengths = np.array([40, 17], dtype=np.int32)
         self.check(2, 2, 2, 9, 40, 32, np.float16, 1e-2, mask="sliding_window", window=(5, 2),
                    alignment="bottom_right", key_lengths=lengths)
+
+    def test_a_bias_gradient_with_bias_grad(self):
+        # full.bias.mqa4.d32.f32.dbias, every entry's gradient even of a broadcast bias.
+        q = random(self.rng, (2, 4, 9, 32))
+        k, v = (random(self.rng, (2, 1, 13, 32)) for _ in range(2))
+        d_out = random(self.rng, (2, 4, 9, 32))
+        for bias in (random(self.rng, (2, 4, 9, 13)), random(self.rng, (1, 4, 9, 13))):
+            out, lse = attnforge.attention(q, k, v, lse=True, bias=bias)
+            got = attnforge.attention_backward(q, k, v, out, d_out, lse, bias=bias,
+                                               bias_grad=True)
+            expected = gradient_reference(q, k, v, d_out, bias=bias)
+            self.assertEqual(got[3].shape, (2, 4, 9, 13))
+            for a, b in zip(got, expected):
+                np.testing.assert_allclose(a.astype(np.float64), b,
+                                           atol=2e-5 * max(1.0, np.abs(b).max()), rtol=0)
+        with self.assertRaisesRegex(ValueError, r"d_bias: the gradient of a bias"):
+            attnforge.attention_backward(q, k, v, out, d_out, lse, bias_grad=True)
 
     def test_gradients_are_written_in_place(self):
         q, k, v = (random(self.rng, (1, 2, 9, 32), np.float32) for _ in range(3))

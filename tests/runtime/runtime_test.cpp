@@ -52,7 +52,7 @@ std::set<std::string> packaged_attention_specs() {
 
 TEST(Runtime, EveryPackagedSpecMatchesTheReferenceOnOddSizes) {
   const std::set<std::string> specs = packaged_attention_specs();
-  EXPECT_EQ(specs.size(), 17u);  // the backward specs' .lse forwards among them
+  EXPECT_EQ(specs.size(), 18u);  // the backward specs' .lse forwards among them
   EXPECT_EQ(specs.count("causal.br.kpad.gqa8x2.d64.f32.lse"), 1u);  // out and lse
   // A head dim of five 8-lane vectors: on an AVX-512 host its kernels are 8 lanes wide.
   EXPECT_EQ(specs.count("causal.br.kpad.gqa4x2.d40.f32"), 1u);
@@ -144,22 +144,22 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
     if (k.bucket == "b1.q64.k64") ++tuned;
     if (k.target.find("cuda") != std::string::npos) ++cuda;
   }
-  // Every spec (the 4 backward specs' .lse forwards among them, 3 of them
+  // Every spec (the 5 backward specs' .lse forwards among them, 4 of them
   // new) for avx2, host and CUDA, but the paged and 8-bit caches, the
   // modifier and the bf16 spec with lse (7 specs) on CUDA; the two f16 specs'
   // tensor-core generic kernels on CUDA have an unaligned fallback, a generic
   // kernel too.
-  EXPECT_EQ(generic, 18 * 3 - 7 + 2);
-  EXPECT_EQ(short_queries, 18 * 3 - 7);
+  EXPECT_EQ(generic, 19 * 3 - 7 + 2);
+  EXPECT_EQ(short_queries, 19 * 3 - 7);
   // The CPU one-row kernels of the specs whose decoder tiles hold more than
   // one query's rows: the five MHA specs and the two groups of 2 heads.
   EXPECT_EQ(one_row, 7 * 2);
-  // The 4 backward specs' backward kernels, for avx2 and host only.
-  EXPECT_EQ(backward, 4 * 2);
+  // The 5 backward specs' backward kernels (one with dBias), for avx2 and host only.
+  EXPECT_EQ(backward, 5 * 2);
   // The two correct x86 records for avx2 and host, and the CUDA one; the
   // wrong one never.
   EXPECT_EQ(tuned, 5);
-  EXPECT_EQ(cuda, 11 * 2 + 2 + 1);
+  EXPECT_EQ(cuda, 12 * 2 + 2 + 1);
   EXPECT_EQ(layers, 3 * 2);  // three layers for avx2 and host; layers have no CUDA kernels
 }
 

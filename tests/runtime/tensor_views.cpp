@@ -92,6 +92,10 @@ BackwardRuntimeCall::BackwardRuntimeCall(const AttentionSpec& spec, BackwardCase
     alibi_slopes = view_of(*args.alibi_slopes);
     options.alibi_slopes = &alibi_slopes;
   }
+  if (args.d_bias) {
+    d_bias = view_of(*args.d_bias);
+    d_bias_given = &d_bias;
+  }
 }
 
 CudaCausalCall::CudaCausalCall()

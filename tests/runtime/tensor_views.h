@@ -41,8 +41,12 @@ struct BackwardRuntimeCall {
   TensorView q, k, v, out, d_out, lse, dq, dk, dv;
   TensorView key_lengths, bias, alibi_slopes;
   AttentionOptions options;
+  TensorView d_bias;
+  const TensorView* d_bias_given = nullptr;  // &d_bias for a .dbias case
 
-  Status run() { return attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, options); }
+  Status run() {
+    return attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, options, d_bias_given);
+  }
 };
 
 // A causal GQA call (8 query heads over 2, D 64) whose tensors say they are
