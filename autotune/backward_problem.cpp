@@ -12,11 +12,6 @@ namespace attnforge::autotune {
 
 namespace {
 
-AttentionSpec with_lse(AttentionSpec spec) {
-  spec.return_lse = true;
-  return spec;
-}
-
 Halide::Runtime::Buffer<void> like(const halide_buffer_t& shape, DType dtype) {
   return Halide::Runtime::Buffer<void>(halide_type_of(dtype), shape.dim[0].extent,
                                        shape.dim[1].extent, shape.dim[2].extent,
@@ -49,7 +44,7 @@ void read_bytes(const std::filesystem::path& path, void* data, size_t bytes) {
 }  // namespace
 
 BackwardProblem::BackwardProblem(const AttentionSpec& spec, TuningShape shape, uint32_t seed)
-    : spec_(spec), inputs_(with_lse(spec), shape, seed) {
+    : spec_(spec), inputs_(forward_spec_of(spec), shape, seed) {
   KernelArguments& f = inputs_.arguments();
   d_out_ = like(*f.out, spec.dtype);
   fill(d_out_, spec.dtype, 0.0f, seed + 7, true);
@@ -73,6 +68,11 @@ BackwardProblem::BackwardProblem(const AttentionSpec& spec, TuningShape shape, u
   args_.dq = dq_.raw_buffer();
   args_.dk = dk_.raw_buffer();
   args_.dv = dv_.raw_buffer();
+  if (spec.bias_grad) {
+    d_bias_ =
+        Tensor(halide_type_of(spec.dtype), shape.kv_len, shape.q_len, spec.heads, shape.batch);
+    args_.d_bias = d_bias_.raw_buffer();
+  }
 }
 
 void BackwardProblem::save_forward(const std::filesystem::path& dir) const {
@@ -89,7 +89,8 @@ void BackwardProblem::load_forward(const std::filesystem::path& dir) {
 
 std::vector<float> BackwardProblem::gradients() const {
   std::vector<float> all;
-  for (const halide_buffer_t* g : {args_.dq, args_.dk, args_.dv}) {
+  for (const halide_buffer_t* g : {args_.dq, args_.dk, args_.dv, args_.d_bias}) {
+    if (!g) continue;
     const std::vector<float> values = inputs_.as_f32(g);
     all.insert(all.end(), values.begin(), values.end());
   }
@@ -97,7 +98,8 @@ std::vector<float> BackwardProblem::gradients() const {
 }
 
 void BackwardProblem::clear_gradients() {
-  for (Tensor* g : {&dq_, &dk_, &dv_}) {
+  for (Tensor* g : {&dq_, &dk_, &dv_, &d_bias_}) {
+    if (g->data() == nullptr) continue;
     fill(*g, spec_.dtype, std::numeric_limits<float>::quiet_NaN(), 0, false);
   }
 }

@@ -32,7 +32,8 @@ class BackwardProblem {
   // One of the problem's tensors (dense, the spec's dtype) as f32, e.g. for a peer.
   std::vector<float> as_f32(const halide_buffer_t* tensor) const { return inputs_.as_f32(tensor); }
 
-  // dq, dk and dv as f32, one after another; NaN-filled by clear_gradients().
+  // dq, dk, dv (and with .dbias d_bias) as f32, one after another;
+  // NaN-filled by clear_gradients().
   std::vector<float> gradients() const;
   void clear_gradients();
 
@@ -41,7 +42,7 @@ class BackwardProblem {
 
   AttentionSpec spec_;
   TuningInputs inputs_;
-  Tensor d_out_, dq_, dk_, dv_;
+  Tensor d_out_, dq_, dk_, dv_, d_bias_;  // d_bias_: .dbias only
   Halide::Runtime::Buffer<float> lse_;
   BackwardArguments args_;
 };

@@ -49,9 +49,7 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
 // times the naive backward when `timed`.
 Job reference_job(const TuneOptions& o, const std::filesystem::path& dir, bool timed) {
   return [&o, dir, timed](MeasurementGate& gate) {
-    AttentionSpec forward_spec = o.spec;
-    forward_spec.return_lse = true;
-    JitAttention forward(forward_spec, o.target, {{"schedule", "naive"}});
+    JitAttention forward(forward_spec_of(o.spec), o.target, {{"schedule", "naive"}});
     JitAttentionBackward naive(o.spec, o.target);
     BackwardProblem problem(o.spec, o.shape, o.seed);
     gate.enter();

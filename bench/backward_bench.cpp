@@ -21,8 +21,7 @@
 namespace attnforge::bench {
 
 void run_forward_with_lse(const AttentionSpec& spec, autotune::BackwardProblem& in) {
-  AttentionSpec with_lse = spec;
-  with_lse.return_lse = true;
+  const AttentionSpec with_lse = forward_spec_of(spec);
   const Halide::Target host = Halide::get_host_target();
   std::string preset = "naive";
   for (const char* name : {"online_avx512", "online_avx2"}) {
@@ -78,7 +77,7 @@ void add_openblas_row(const AttentionSpec& spec, const Shape& shape, autotune::B
   const BackwardArguments& a = in.arguments();
   const std::vector<float> q = in.as_f32(a.q), k = in.as_f32(a.k), v = in.as_f32(a.v),
                            out = in.as_f32(a.out), d_out = in.as_f32(a.d_out);
-  std::vector<float> gradients(2 * (q.size() + k.size()));
+  std::vector<float> gradients(q.size() + 2 * k.size());
   float* dq = gradients.data();
   float* dk = dq + q.size();
   float* dv = dk + k.size();

@@ -103,8 +103,8 @@ Action add_bench_command(CLI::App& app, int argc, char** argv) {
   cmd->add_flag("--no-autoschedulers", args->no_autoschedulers, "Skip Halide's autoschedulers");
   cmd->add_flag("--no-presets", args->no_presets, "Skip the schedule presets");
   cmd->add_flag("--backward", args->backward,
-                "Time the backward pass (dQ, dK, dV): naive, Halide's autoschedulers and "
-                "PyTorch's SDPA backward");
+                "Time the backward pass (dQ, dK, dV): naive, the backward presets, Halide's "
+                "autoschedulers, OpenBLAS unfused and PyTorch's SDPA backward");
   cmd->add_option("--backward-schedule", args->backward_schedules,
                   "With --backward: a backward schedule's JSON to time too (repeatable)");
   cmd->add_flag("--warm-caches", args->warm_caches,

@@ -273,9 +273,7 @@ KernelPlan plan_kernels(const autotune::Database& database, const std::vector<Em
     spec.return_lse = false;
     if (auto misfit = backward_misfit(spec)) throw *misfit;
     backward.emplace(spec.to_string(), spec);
-    spec.return_lse = true;
-    spec.bias_grad = false;  // the forward writes no dBias
-    forward_specs.push_back(spec);
+    forward_specs.push_back(forward_spec_of(spec));
   }
   std::vector<Record> shipped = database.winners({"", kShippedKinds, {}});
   for (Record& r : database.estimated_winners({"", kShippedKinds, {}})) shipped.push_back(r);

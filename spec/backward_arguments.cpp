@@ -55,6 +55,12 @@ std::optional<SpecError> backward_misfit(const AttentionSpec& spec) {
   return std::nullopt;
 }
 
+AttentionSpec forward_spec_of(AttentionSpec backward_spec) {
+  backward_spec.return_lse = true;
+  backward_spec.bias_grad = false;
+  return backward_spec;
+}
+
 void mark_host_inputs_dirty(BackwardArguments& args) {
   for (halide_buffer_t* input : {args.q, args.k, args.v, args.out, args.d_out, args.lse,
                                  args.key_lengths, args.bias, args.alibi_slopes}) {

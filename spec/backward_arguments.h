@@ -57,6 +57,10 @@ void for_each_backward_argument(const AttentionSpec& spec, Visit&& visit) {
 // modifiers have no gradient rule yet.
 std::optional<SpecError> backward_misfit(const AttentionSpec& spec);
 
+// The forward spec whose out and lse a backward spec's kernel reads: with
+// .lse, without .dbias (a backward's output).
+AttentionSpec forward_spec_of(AttentionSpec backward_spec);
+
 // As the forward's: every input with no device copy yet marked changed on
 // the host, so a GPU kernel copies it.
 void mark_host_inputs_dirty(BackwardArguments& args);

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
+#include "autotune/backward_problem.h"
 #include "autotune/temp_dir.h"
 #include "tests/support/test_targets.h"
 
@@ -67,6 +69,23 @@ TEST(BackwardTuning, TunesCheckedCandidatesAndResumes) {
   TuneSummary more = tune_backward(options, db);
   EXPECT_EQ(more.progress.measured, 2);
   EXPECT_EQ(db.records().size(), 6u);
+}
+
+// With dBias, the candidates are checked on it too: its problem carries the
+// bias's gradient after dq, dk and dv.
+TEST(BackwardTuning, ADbiasProblemChecksTheBiasGradient) {
+  const AttentionSpec spec = AttentionSpec::parse("full.bias.mqa4.d32.f32.dbias");
+  BackwardProblem problem(spec, {2, 5, 9}, 3);
+  ASSERT_NE(problem.arguments().d_bias, nullptr);
+  problem.clear_gradients();
+  const std::vector<float> gradients = problem.gradients();
+  const size_t q = 2 * 4 * 5 * 32, kv = 2 * 1 * 9 * 32, bias = 2 * 4 * 5 * 9;
+  ASSERT_EQ(gradients.size(), q + 2 * kv + bias);
+  EXPECT_TRUE(std::isnan(gradients.back()));
+  EXPECT_EQ(BackwardProblem(AttentionSpec::parse("full.bias.mqa4.d32.f32"), {2, 5, 9}, 3)
+                .gradients()
+                .size(),
+            q + 2 * kv);
 }
 
 TEST(BackwardTuning, ABackwardRecordIsAGroupOfItsOwn) {

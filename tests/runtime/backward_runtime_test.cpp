@@ -45,9 +45,7 @@ TEST(RuntimeBackward, GradientsMatchTheReference) {
 TEST(RuntimeBackward, TheRuntimesForwardFeedsItsBackward) {
   for (const char* text : kBackwardSpecs) {
     const AttentionSpec spec = AttentionSpec::parse(text);
-    AttentionSpec forward_spec = spec;
-    forward_spec.return_lse = true;
-    forward_spec.bias_grad = false;
+    const AttentionSpec forward_spec = forward_spec_of(spec);
     for (CaseShape shape : kShapes) {
       BackwardCase c(spec, shape, {.seed = 22});
       RuntimeCall forward(forward_spec, c.forward_arguments());

@@ -13,19 +13,8 @@ Tolerance backward_tolerance_for(DType dtype) {
   return {2 * forward.atol, 2 * forward.rtol};
 }
 
-namespace {
-
-// The forward's spec: with its lse, and no dBias (a backward's output).
-AttentionSpec with_lse(AttentionSpec spec) {
-  spec.return_lse = true;
-  spec.bias_grad = false;
-  return spec;
-}
-
-}  // namespace
-
 BackwardCase::BackwardCase(const AttentionSpec& spec, CaseShape shape, CaseOptions options)
-    : forward_(with_lse(spec), shape, options) {
+    : forward_(forward_spec_of(spec), shape, options) {
   const int D = spec.head_dim, H = spec.heads;
   const HostTensor::Extents rows{D, shape.q_len, H, shape.batch};
   const HostTensor::Extents keys{D, shape.kv_len, spec.kv_heads, shape.batch};
