@@ -153,8 +153,6 @@ std::vector<PlannedKernel> tuned_kernels(const autotune::Database& database,
   return kernels;
 }
 
-// A spec's backward kernel on one target, under the first backward preset
-// that fits (the naive schedule where none does).
 // The database's backward winners for `spec` that fit `target`: the fastest
 // per bucket, of CPU targets.
 std::map<std::string, autotune::Record> tuned_backward(const autotune::Database& database,
@@ -184,20 +182,25 @@ std::map<std::string, autotune::Record> tuned_backward(const autotune::Database&
   return fastest;
 }
 
+// A spec's backward kernel on one target, under the first backward preset
+// that fits: on a CPU the naive schedule where none does; on CUDA, where
+// every kernel needs a GPU schedule, none is shipped and the reason is told.
 void plan_backward(const autotune::Database& database, const AttentionSpec& spec, size_t t,
                    const EmitTarget& target, KernelPlan& result) {
   const std::string text = spec.to_string();
-  if (target.cuda) {
-    result.skipped.push_back(text + " backward on " + target.tag +
-                             ": the backward pass has CPU kernels only");
-    return;
-  }
-  std::string preset = "naive";
+  std::string preset = target.cuda ? "" : "naive", gpu_misfit;
   for (const std::string& name : schedules::backward_preset_names()) {
-    if (!schedules::check_backward(schedules::load_backward_preset(name), spec, target.target)) {
+    const schedules::BackwardSchedule schedule = schedules::load_backward_preset(name);
+    const auto misfit = schedules::check_backward(schedule, spec, target.target);
+    if (!misfit) {
       preset = name;
       break;
     }
+    if (schedule.gpu && gpu_misfit.empty()) gpu_misfit = misfit->what();
+  }
+  if (preset.empty()) {
+    result.skipped.push_back(text + " backward on " + target.tag + ": " + gpu_misfit);
+    return;
   }
   PlannedKernel k{"attnforge_" + target.tag + "_" + symbol(text) + "_backward",
                   spec,

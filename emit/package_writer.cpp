@@ -42,7 +42,8 @@ void run(const std::vector<std::string>& argv, const std::string& what) {
 
 // What the kernel table tells the runtime of a kernel's inputs' alignment.
 int input_alignment(const PlannedKernel& k, const EmitTarget& target) {
-  if (!target.cuda || k.schedule == "naive") return 1;
+  // The backward's GPU form reads its inputs element by element.
+  if (!target.cuda || k.schedule == "naive" || k.backward) return 1;
   return schedules::cuda_input_alignment(schedules::resolve_schedule(k.schedule));
 }
 

@@ -5,6 +5,7 @@
 #include "attnforge/attention.h"
 #include "backward_validation.h"
 #include "cpu_features.h"
+#include "cuda_driver.h"
 #include "halide_tensor.h"
 #include "kernel_call.h"
 #include "kernel_registry.h"
@@ -20,8 +21,10 @@ Status attention_backward(const TensorView& q, const TensorView& k, const Tensor
   Status status = runtime::validate_backward_call({q, k, v, out, d_out, lse, dq, dk, dv, d_bias},
                                                   options, &call);
   if (!status.ok()) return status;
+  std::string cuda_missing;
+  if (call.device == Device::cuda) runtime::cuda_device_available(&cuda_missing);
   const runtime::RegisteredKernel* chosen =
-      runtime::choose(call, runtime::host_cpu_features(), "", &status, true);
+      runtime::choose(call, runtime::host_cpu_features(), cuda_missing, &status, true);
   if (!chosen) return status;
   if (call.empty) return Status::success();
 

@@ -37,10 +37,6 @@ Status validate_backward_call(const BackwardTensors& t, const AttentionOptions& 
                               ValidatedCall* call) {
   ATTNFORGE_CHECK(check_backward_options(options));
   ATTNFORGE_CHECK(validate_call(t.q, t.k, t.v, t.out, options, call));
-  if (call->device != Device::cpu) {
-    return invalid(fmt::format("q: attention_backward has CPU kernels only; q is on {}",
-                               to_string(call->device)));
-  }
   const int64_t b = t.q.shape[0], h = t.q.shape[1], lq = t.q.shape[2], d = t.q.shape[3];
   const int64_t h_kv = t.k.shape[1], lk = t.k.shape[2];
   struct Like {

@@ -1,7 +1,10 @@
 // attnforge emit: the target list, the kernel plan drawn from a database, and
 // a whole emission, which must give byte-identical sources for one database.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -212,7 +215,9 @@ TEST(KernelPlan, OneQueryRowShipsTilesOfOneQuery) {
 
 // --backward: each spec's backward kernel on CPU targets under the backward
 // preset of the target's lanes (the AVX2 one where the head dim has no
-// 16-lane vectors), and its .lse forward; specs without a backward refused.
+// 16-lane vectors), on CUDA under the GPU row form where it takes the spec
+// (f32 and f16; bf16 skipped, saying why), and its .lse forward; specs
+// without a backward refused.
 TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
   autotune::TempDir dir;
   KernelPlan plan =
@@ -235,7 +240,13 @@ TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
                 {"attnforge_avx2_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_avx2"},
                 {"attnforge_avx512_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_avx512"},
                 {"attnforge_avx2_full_mha2_d40_bf16_backward", "backward_avx2"},
-                {"attnforge_avx512_full_mha2_d40_bf16_backward", "backward_avx2"}}));
+                {"attnforge_avx512_full_mha2_d40_bf16_backward", "backward_avx2"},
+                {"attnforge_cuda80_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_rows_gpu"}}));
+  const std::string bf16_on_cuda = "full.mha2.d40.bf16 backward on cuda80: schedule: dtype:";
+  ASSERT_EQ(std::count_if(plan.skipped.begin(), plan.skipped.end(),
+                          [&](const std::string& why) { return why.rfind(bf16_on_cuda, 0) == 0; }),
+            1)
+      << fmt::format("{}", fmt::join(plan.skipped, "\n"));
   EXPECT_EQ(forward,
             (std::set<std::string>{"causal.br.kpad.gqa8x2.d64.f32.lse", "full.mha2.d40.bf16.lse"}));
   EXPECT_THROW(plan_kernels(database_of(dir, {}), parse_emit_targets("avx2"), {}, {},

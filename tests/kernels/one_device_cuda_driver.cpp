@@ -3,9 +3,11 @@
 // a kernel's bounds query, and for counting the device allocations of a run
 // (stand_in_device_allocations) and seeing the register limit modules load
 // with (stand_in_module_register_limit) and the PTX they load
-// (stand_in_module_image) without a GPU.
+// (stand_in_module_image) and the kernels launched (stand_in_launched_kernels)
+// without a GPU.
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 
 namespace {
@@ -17,6 +19,8 @@ int allocated_bytes = 0;
 int max_registers = -1;  // CU_JIT_MAX_REGISTERS of the last module load, -1 before one
 uint64_t next_address = uint64_t{1} << 40;  // device addresses handed out, never reused
 std::string image;                          // the PTX of the last module load
+std::deque<std::string> function_names;     // a function handle points at its name
+std::string launched;                       // the launched kernels' names, a line each
 }  // namespace
 
 #define SUCCEEDS(name)    \
@@ -48,11 +52,9 @@ SUCCEEDS(cuMemcpy3D_v2)
 SUCCEEDS(cuMemcpyDtoDAsync_v2)
 SUCCEEDS(cuMemcpyDtoHAsync_v2)
 SUCCEEDS(cuMemcpyHtoDAsync_v2)
-SUCCEEDS(cuLaunchKernel)
 RETURNS_HANDLE(cuCtxCreate_v2)
 RETURNS_HANDLE(cuCtxPopCurrent_v2)
 RETURNS_HANDLE(cuModuleLoadData)
-RETURNS_HANDLE(cuModuleGetFunction)
 FAILS(cuDeviceGetName)
 FAILS(cuDeviceTotalMem_v2)
 FAILS(cuModuleGetGlobal_v2)
@@ -89,6 +91,17 @@ extern "C" int cuMemAlloc_v2(uint64_t* address, size_t bytes) {
   return kSuccess;
 }
 
+extern "C" int cuModuleGetFunction(void** function, void*, const char* name) {
+  function_names.emplace_back(name);
+  *function = &function_names.back();
+  return kSuccess;
+}
+
+extern "C" int cuLaunchKernel(void* function, ...) {
+  launched += *static_cast<std::string*>(function) + "\n";
+  return kSuccess;
+}
+
 // Records the register limit a module is loaded with (CU_JIT_MAX_REGISTERS,
 // option 0), as the driver would build its kernels under it.
 extern "C" int cuModuleLoadDataEx(void** module, const void* ptx, unsigned options,
@@ -122,4 +135,9 @@ extern "C" int stand_in_device_allocations() {
 // For tests: the bytes cuMemAlloc was asked for so far.
 extern "C" int stand_in_device_allocated_bytes() {
   return allocated_bytes;
+}
+
+// For tests: the names of the kernels launched so far, a line each.
+extern "C" const char* stand_in_launched_kernels() {
+  return launched.c_str();
 }

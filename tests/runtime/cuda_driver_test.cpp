@@ -10,9 +10,11 @@
 
 #include "attnforge/attention.h"
 #include "attnforge/kernel_table.h"
+#include "spec/backward_arguments.h"
 #include "spec/kernel_arguments.h"
 #include "tests/runtime/tensor_views.h"
 #include "tests/support/attention_case.h"
+#include "tests/support/backward_case.h"
 
 namespace attnforge {
 namespace {
@@ -38,12 +40,20 @@ TEST(CudaDriver, HalideKernelsFindLibcudaSo1AndFailCleanly) {
     if (!entry.cuda) continue;
     ++cuda_kernels;
     const AttentionSpec spec = AttentionSpec::parse(entry.spec);
-    testing::AttentionCase c(spec, {1, 5, 9});
-    mark_host_inputs_dirty(c.arguments());
-    KernelArgv argv = kernel_argv(spec, c.arguments());
-    KernelStorageTypes as_taken(c.arguments(), true);  // bf16 as its bits
     halide_message.clear();
-    EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;
+    if (entry.backward) {
+      // The GPU row form: f32 and f16, no bf16 bits to pass.
+      testing::BackwardCase c(spec, {1, 5, 9});
+      mark_host_inputs_dirty(c.arguments());
+      KernelArgv argv = backward_argv(spec, c.arguments());
+      EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;
+    } else {
+      testing::AttentionCase c(spec, {1, 5, 9});
+      mark_host_inputs_dirty(c.arguments());
+      KernelArgv argv = kernel_argv(spec, c.arguments());
+      KernelStorageTypes as_taken(c.arguments(), true);  // bf16 as its bits
+      EXPECT_NE(entry.argv(argv.data()), 0) << entry.function;
+    }
     // The stand-in's cuInit ran: Halide's own lookup (libcuda.so) would
     // have found nothing and said so instead.
     EXPECT_NE(halide_message.find("cuInit"), std::string::npos) << halide_message;
