@@ -1,6 +1,7 @@
 #include "mma_online_form.h"
 
 #include <array>
+#include <limits>
 
 #include "attention_terms.h"
 #include "mma_fragments.h"
@@ -274,16 +275,34 @@ class MmaOnlineBuilder {
     const Expr half = m_.word / 2;
     const Expr row_max = Halide::mux(half, {final_stats[0], final_stats[1]});
     const Expr row_sum = group_sum(Halide::mux(half, {final_stats[2], final_stats[3]}));
-    f_.lane_output(m_.word, l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) =
-        Halide::select(AttentionTerms::row_has_keys(row_max),
-                       word_at(m_.word, final_state) * (1.f / row_sum), 0.f);
+    const Expr has_keys = AttentionTerms::row_has_keys(row_max);
+    const Expr normalized =
+        Halide::select(has_keys, word_at(m_.word, final_state) * (1.f / row_sum), 0.f);
+    // With .lse, the stats tile's words e + 2 half hold row half's
+    // log-sum-exp, of the P values as rounded for P.V (so the backward's P
+    // matches this output): shared memory grows by one tile, not a copy.
+    if (spec_.return_lse) {
+      const Expr lse = Halide::select(has_keys, row_max + Halide::log(row_sum),
+                                      std::numeric_limits<float>::infinity());
+      f_.lane_output(m_.word, l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) =
+          Halide::select(m_.tile == stats, lse, normalized);
+    } else {
+      f_.lane_output(m_.word, l, m_.tile, m_.mi, m_.warp, v_.h, v_.b) = normalized;
+    }
     // Lane 4g + t holds d = 8 tile + 2t + e of rows g + 8 half: word e + 2 half.
     const Expr d = v_.d, i = v_.i;
     const int rows = 16 * shape_.warp_tiles;
-    const Expr value = f_.lane_output(d % 2 + i % 16 / 8 * 2, i % 8 * 4 + d / 2 % 4, d / 8,
-                                      i / 16 % shape_.warp_tiles, i / rows, v_.h, v_.b);
+    const Expr mi = i / 16 % shape_.warp_tiles, warp = i / rows, row_half = i % 16 / 8;
+    const Expr value =
+        f_.lane_output(d % 2 + row_half * 2, i % 8 * 4 + d / 2 % 4, d / 8, mi, warp, v_.h, v_.b);
     const Halide::Type type = shape_.storage_bits ? Halide::UInt(16) : terms_.storage_type();
-    f_.output(d, i, v_.h, v_.b) = Halide::reinterpret(type, storage_bits(value, spec_.dtype));
+    const Expr stored = Halide::reinterpret(type, storage_bits(value, spec_.dtype));
+    if (spec_.return_lse) {
+      const Expr lse = f_.lane_output(row_half * 2, i % 8 * 4, stats, mi, warp, v_.h, v_.b);
+      f_.output(d, i, v_.h, v_.b) = Tuple(stored, lse);
+    } else {
+      f_.output(d, i, v_.h, v_.b) = stored;
+    }
   }
 
   AttentionSpec spec_;

@@ -76,11 +76,14 @@ struct MmaOnlineFuncs {
   // lane's sum of row g, of row g + 8).
   Halide::Func state{"state"};
   // (word, lane, tile, mi, warp, h, b) f32: the lane's normalized outputs.
+  // With .lse, the stats tile's words e + 2 half hold row half's log-sum-exp
+  // (+inf where it saw no key).
   Halide::Func lane_output{"lane_output"};
-  Halide::Func output{"output"};  // (d, i, h, b) storage dtype
-  Halide::RDom over_dim_steps;    // scores: (step in pair, pair of steps) along the head dim
-  Halide::RDom over_key_steps;    // block_pv: (step in pair, pair of steps) along the block
-  Halide::RDom over_blocks;       // state: (tile, key block)
+  // (d, i, h, b) storage dtype; with .lse, a Tuple of that and the row's lse.
+  Halide::Func output{"output"};
+  Halide::RDom over_dim_steps;  // scores: (step in pair, pair of steps) along the head dim
+  Halide::RDom over_key_steps;  // block_pv: (step in pair, pair of steps) along the block
+  Halide::RDom over_blocks;     // state: (tile, key block)
   int head_dim = 0;
   int stats_tile() const { return head_dim / 8; }
 };

@@ -51,10 +51,6 @@ std::optional<ScheduleError> check_target(const Schedule& s, const Halide::Targe
 std::optional<ScheduleError> check_shared(const Schedule& s, const AttentionSpec& spec) {
   ATTNFORGE_REQUIRE(s.form == Form::materialized || !spec.return_weights, "form",
                     "{} cannot return attention weights; use materialized", to_string(s.form));
-  ATTNFORGE_REQUIRE(!spec.return_lse || s.form != Form::online_mma, "form",
-                    "{} does not return lse yet: the materialized, fused, online and "
-                    "online_rows forms do",
-                    to_string(s.form));
   ATTNFORGE_REQUIRE(s.kv_splits == 1 || s.form == Form::online || s.form == Form::online_rows,
                     "kv_splits", "{} splits need an online form, not {}", s.kv_splits,
                     to_string(s.form));
@@ -280,11 +276,6 @@ std::optional<ScheduleError> check_spec_on_target(const AttentionSpec& spec,
     return ScheduleError("dtype",
                          "bf16 storage on a GPU needs CUDA's tensor-core form online_mma; '" +
                              target.to_string() + "' has no CUDA");
-  }
-  if (kind_of(target) == TargetKind::gpu && spec.dtype == DType::bf16 && spec.return_lse) {
-    return ScheduleError("lse",
-                         "bf16 on CUDA takes the tensor-core form online_mma, which returns no "
-                         "lse yet; f32 and f16 do");
   }
   if (kind_of(target) == TargetKind::gpu && spec.paged()) {
     return ScheduleError("page_size", "a paged KV cache has CPU kernels only");

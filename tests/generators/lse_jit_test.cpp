@@ -41,15 +41,18 @@ TEST(LseJit, EveryFormReturnsTheRowsLse) {
                                 {preset_for("decode_int16")});
 }
 
-// The SIMT forms return lse on CUDA (sampled_cuda_schedules_test runs them);
-// the tensor-core form does not yet, and names its form.
-TEST(LseJit, CudaKernelsWithoutLseAreNamed) {
-  const AttentionSpec spec = AttentionSpec::parse("causal.gqa4x2.d64.f16.lse");
+// Every CUDA form returns lse: the SIMT ones (sampled_cuda_schedules_test
+// runs them) and the tensor-core one (mma_online_jit_test runs it emulated),
+// bf16 included.
+TEST(LseJit, EveryCudaFormTakesLse) {
   const Halide::Target cuda("host-cuda-cuda_capability_80");
-  EXPECT_FALSE(schedules::check(schedules::load_preset("online_cuda"), spec, cuda));
-  const auto misfit = schedules::check(schedules::load_preset("online_mma_cuda"), spec, cuda);
-  ASSERT_TRUE(misfit.has_value());
-  EXPECT_EQ(misfit->field(), "form") << misfit->what();
+  for (const char* text : {"causal.gqa4x2.d64.f16.lse", "causal.gqa4x2.d64.bf16.lse"}) {
+    const AttentionSpec spec = AttentionSpec::parse(text);
+    const auto misfit = schedules::check(schedules::load_preset("online_mma_cuda"), spec, cuda);
+    EXPECT_FALSE(misfit) << text << ": " << misfit->what();
+  }
+  const AttentionSpec f16 = AttentionSpec::parse("causal.gqa4x2.d64.f16.lse");
+  EXPECT_FALSE(schedules::check(schedules::load_preset("online_cuda"), f16, cuda));
 }
 
 TEST(LseJit, TheSpecTokenRoundTrips) {

@@ -48,6 +48,7 @@ TEST_P(CudaAotKernel, MatchesTheReferenceOrReportsNoDevice) {
     }
     halide_copy_to_host(nullptr, c.arguments().out);
     if (c.arguments().weights) halide_copy_to_host(nullptr, c.arguments().weights);
+    if (c.arguments().lse) halide_copy_to_host(nullptr, c.arguments().lse);
     testing::Comparison result = c.compare();
     EXPECT_TRUE(result.ok) << result.first_failure;
   }

@@ -74,8 +74,7 @@ TEST(CudaSchedule, TheTensorCoreFormNamesItsMisfits) {
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), opencl)->field(),
             "dtype");
   EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16"), kCuda));
-  EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16.lse"), kCuda)->field(),
-            "lse");
+  EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.bf16.lse"), kCuda));
   EXPECT_FALSE(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f16.lse"), kCuda));
   EXPECT_EQ(check_spec_on_target(AttentionSpec::parse("full.mha8.d64.f32.kv8"), kCuda)->field(),
             "kv_storage");
@@ -87,10 +86,11 @@ TEST(CudaSchedule, MisfitsNameTheKnob) {
   const Schedule online = load_preset("online_cuda");
   EXPECT_EQ(misfit(online, "full.mha8.d64.bf16"), "dtype");
   EXPECT_EQ(misfit(online, "full.mha8.d64.f32.weights"), "form");
-  // A row's lse comes from every SIMT form; the tensor-core form has none yet.
+  // A row's lse comes from every form, the tensor-core one too.
   EXPECT_EQ(misfit(online, "causal.mha8.d64.f32.lse"), "(fits)");
   EXPECT_EQ(misfit(load_preset("online_rows_cuda"), "causal.mha8.d64.f32.lse"), "(fits)");
-  EXPECT_EQ(misfit(load_preset("online_mma_cuda"), "causal.mha8.d64.f16.lse"), "form");
+  EXPECT_EQ(misfit(load_preset("online_mma_cuda"), "causal.mha8.d64.f16.lse"), "(fits)");
+  EXPECT_EQ(misfit(load_preset("online_mma_cuda"), "causal.mha8.d64.bf16.lse"), "(fits)");
   Schedule s = online;
   s.form = Form::fused;
   EXPECT_EQ(misfit(s, "full.mha8.d64.f32"), "form");

@@ -1,7 +1,8 @@
 // The tensor-core form (online_mma) run on the CPU: the Generator with its
 // mma and lane-group shuffles emulated as the PTX ISA lays them out, against
 // the double reference on every mask, GQA/MQA, key padding with a zero
-// length, L = 1 and lengths that are not multiples of 16 or of a key block.
+// length, L = 1 and lengths that are not multiples of 16 or of a key block;
+// with .lse, each row's log-sum-exp too.
 #include <gtest/gtest.h>
 
 #include "tests/support/jit_reference.h"
@@ -41,7 +42,10 @@ INSTANTIATE_TEST_SUITE_P(Masks, MmaOnlineOnTheCpu,
                                            MmaCase{"causal.br.kpad.mha2.d128.f16", 16, 32},
                                            MmaCase{"full.kpad.mha1.d96.bf16", 16, 32},
                                            MmaCase{"window.br.softcap30.gqa4x2.d64.f16", 16, 32},
-                                           MmaCase{"causal.kpad.softcap5.mha2.d64.bf16", 32, 32}));
+                                           MmaCase{"causal.kpad.softcap5.mha2.d64.bf16", 32, 32},
+                                           // Each row's lse too, +inf where it sees no key.
+                                           MmaCase{"causal.br.kpad.gqa4x2.d64.bf16.lse", 32, 64},
+                                           MmaCase{"window9_3.alibi.mha2.d32.f16.lse", 16, 32}));
 
 }  // namespace
 }  // namespace attnforge
