@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "attention_terms.h"
+#include "bf16_bits.h"
 #include "mma_fragments.h"
 #include "softmax_exp.h"
 #include "tensor_core_calls.h"
@@ -28,21 +29,19 @@ Expr pack(const Expr& low, const Expr& high) {
   return Halide::cast<uint32_t>(bits_of(low)) | (Halide::cast<uint32_t>(bits_of(high)) << 16);
 }
 
-// An f32 rounded to nearest even as the 16 bits of `storage` (f16 or bf16).
-// bf16 is rounded on the integer bits, so no bf16 type reaches a CUDA back
-// end; the values it rounds are finite (probabilities and outputs).
+// An f32 rounded to nearest even as the 16 bits of `storage` (f16 or bf16;
+// bf16 on the integer bits, bf16_bits.h).
 Expr storage_bits(const Expr& value, DType storage) {
   if (storage == DType::f16) return bits_of(Halide::cast(Halide::Float(16), value));
-  const Expr bits = Halide::reinterpret(Halide::UInt(32), value);
-  return Halide::cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  return bf16_bits_of(value);
 }
 
-// The f32 value of the 16 bits of an f16 or bf16 (a bf16 is an f32's upper half).
+// The f32 value of the 16 bits of an f16 or bf16.
 Expr f32_of_bits(const Expr& bits, DType storage) {
   if (storage == DType::f16) {
     return Halide::cast<float>(Halide::reinterpret(Halide::Float(16), bits));
   }
-  return Halide::reinterpret(Halide::Float(32), Halide::cast<uint32_t>(bits) << 16);
+  return f32_of_bf16_bits(bits);
 }
 
 // Score tile n's column c as a key of its block (see the header).

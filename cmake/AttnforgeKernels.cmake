@@ -1,10 +1,13 @@
 # attnforge_add_kernel_set(<name> TARGET <halide target> SCHEDULE <schedule>
-#                          SPECS <spec>...)
+#                          [GENERATOR attention|attention_backward] SPECS <spec>...)
 # Builds one static Halide library per spec (function <name>_<spec with '.'
 # as '_'>), one shared Halide runtime, and an INTERFACE target <name> whose
 # header <name>_table.h lists {spec, argv entry point} for every kernel.
 function(attnforge_add_kernel_set name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TARGET;SCHEDULE" "SPECS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TARGET;SCHEDULE;GENERATOR" "SPECS")
+  if (NOT ARG_GENERATOR)
+    set(ARG_GENERATOR attention)
+  endif ()
   add_halide_runtime(${name}_runtime TARGETS ${ARG_TARGET})
 
   set(includes "")
@@ -19,7 +22,7 @@ function(attnforge_add_kernel_set name)
       set(extra_outputs STMT ${symbol}_stmt)
     endif ()
     add_halide_library(${symbol} FROM attnforge.generator ${extra_outputs}
-                       GENERATOR attention
+                       GENERATOR ${ARG_GENERATOR}
                        FUNCTION_NAME ${symbol}
                        TARGETS ${ARG_TARGET}
                        USE_RUNTIME ${name}_runtime

@@ -4,9 +4,11 @@
 // schedules/backward_schedule.h; or "auto" for an autoscheduler given in the
 // GeneratorContext, planning for the estimate_* shape). Its arguments are
 // spec/backward_arguments.h's table, in that order. On CUDA and OpenCL
-// targets, the GPU row form (schedules/apply_cuda_backward.h).
+// targets, the GPU row form (schedules/apply_cuda_backward.h), which takes
+// and returns bf16 tensors as their 16 bits.
 #include <Halide.h>
 
+#include <functional>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
 #include "algorithm/backward_form.h"
+#include "algorithm/bf16_bits.h"
 #include "schedules/apply_cuda_backward.h"
 #include "schedules/apply_x86_backward.h"
 #include "schedules/backward_schedule.h"
@@ -52,8 +55,15 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     for_each_backward_argument(spec_, [this](const BackwardArgumentSlot& slot) { declare(slot); });
   }
 
+  // bf16 on a GPU travels as its 16 bits (bf16_bits.h): inputs widened to
+  // f32 on load, gradients rounded on the integer bits.
+  bool storage_as_bits() const {
+    return spec_.dtype == DType::bf16 && get_target().has_gpu_feature();
+  }
+
   void declare(const BackwardArgumentSlot& slot) {
-    const Halide::Type storage = storage_type_of(spec_.dtype);
+    const Halide::Type storage =
+        storage_as_bits() ? Halide::UInt(16) : storage_type_of(spec_.dtype);
     const char* name = slot.name;
     switch (slot.argument) {
       case BackwardArgument::q:
@@ -113,13 +123,28 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     in.q_len = q_len;
     in.kv_len = kv_len;
     score_inputs_.add_to(in);
+    GradientInputs gradient_inputs{out, d_out, *lse_};
+    // With bf16 as bits, the algorithm computes in f32 on the widened tensors.
+    AttentionSpec algorithm_spec = spec_;
+    auto stored = [](const Expr& value) { return value; };
+    std::function<Expr(const Expr&)> to_output = stored;
+    if (storage_as_bits()) {
+      algorithm_spec.dtype = DType::f32;
+      in.q = f32_of_bf16_bits(q, 4, "q_f32");
+      in.k = f32_of_bf16_bits(k, 4, "k_f32");
+      in.v = f32_of_bf16_bits(v, 4, "v_f32");
+      if (in.bias.defined()) in.bias = f32_of_bf16_bits(in.bias, 4, "bias_f32");
+      gradient_inputs.out = f32_of_bf16_bits(out, 4, "out_f32");
+      gradient_inputs.d_out = f32_of_bf16_bits(d_out, 4, "d_out_f32");
+      to_output = [](const Expr& value) { return bf16_bits_of(value); };
+    }
     const AttentionVars vars;
     BackwardBlocks blocks;
     if (tuned_) blocks = {tuned_->key_block, tuned_->query_block, tuned_->bf16_dots == 1};
-    BackwardFuncs f = build_backward(spec_, in, {out, d_out, *lse_}, vars, blocks);
-    dq(vars.d, vars.i, vars.h, vars.b) = f.dq(vars.d, vars.i, vars.h, vars.b);
-    dk(vars.d, vars.j, vars.h, vars.b) = f.dk(vars.d, vars.j, vars.h, vars.b);
-    dv(vars.d, vars.j, vars.h, vars.b) = f.dv(vars.d, vars.j, vars.h, vars.b);
+    BackwardFuncs f = build_backward(algorithm_spec, in, gradient_inputs, vars, blocks);
+    dq(vars.d, vars.i, vars.h, vars.b) = to_output(f.dq(vars.d, vars.i, vars.h, vars.b));
+    dk(vars.d, vars.j, vars.h, vars.b) = to_output(f.dk(vars.d, vars.j, vars.h, vars.b));
+    dv(vars.d, vars.j, vars.h, vars.b) = to_output(f.dv(vars.d, vars.j, vars.h, vars.b));
     schedules::BackwardOutputs outputs{dq, dk, dv};
     if (d_bias_) {
       (*d_bias_)(vars.j, vars.i, vars.h, vars.b) = f.d_bias(vars.j, vars.i, vars.h, vars.b);

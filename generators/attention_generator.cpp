@@ -10,6 +10,7 @@
 
 #include "algorithm/attention_inputs.h"
 #include "algorithm/attention_terms.h"
+#include "algorithm/bf16_bits.h"
 #include "algorithm/materialized_form.h"
 #include "algorithm/modifier_key_ranges.h"
 #include "algorithm/modifier_registry.h"
@@ -128,7 +129,7 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
       read_rows(in);
     }
     score_inputs_.add_to(in);
-    if (storage_as_bits() && in.bias.defined()) in.bias = bf16_from_bits(in.bias);
+    if (storage_as_bits() && in.bias.defined()) in.bias = f32_of_bf16_bits(in.bias, 4, "bias_f32");
     modifier_inputs_.add_to(in);
 
     const std::string choice = schedule;
@@ -207,15 +208,6 @@ class AttentionGenerator : public Halide::Generator<AttentionGenerator> {
   Halide::Func row_scales(const Halide::Func& scales, const std::string& name) const {
     if (spec_.kv_storage == KvStorage::fp8_e4m3) return e4m3_row_scales(scales, name);
     return scales;
-  }
-
-  // A bf16 tensor's bits as f32: the bits are the f32's upper half.
-  static Halide::Func bf16_from_bits(const Halide::Func& bits) {
-    Halide::Var j("j"), i("i"), h("h"), b("b");
-    Halide::Func widened("bias_f32");
-    widened(j, i, h, b) =
-        Halide::reinterpret(Halide::Float(32), Halide::cast<uint32_t>(bits(j, i, h, b)) << 16);
-    return widened;
   }
 
   // The Generator's Outputs read the form's; the Outputs are then what gets

@@ -16,12 +16,18 @@ JitAttentionBackward::JitAttentionBackward(const AttentionSpec& spec, const Hali
                                            const Halide::AutoschedulerParams& autoscheduler)
     : spec_(with_backward(spec)),
       callable_(compile_generator("attention_backward", spec.to_string(), target, extra_params,
-                                  autoscheduler)) {}
+                                  autoscheduler)),
+      gpu_(target.has_gpu_feature()) {}
 
 void JitAttentionBackward::run(BackwardArguments& args) const {
   mark_host_inputs_dirty(args);
   KernelArgv argv = backward_argv(spec_, args);
-  call_jit(callable_, argv, spec_.to_string() + " backward");
+  {
+    // GPU kernels take bf16 tensors as their bits.
+    KernelStorageTypes as_taken(
+        {args.q, args.k, args.v, args.out, args.d_out, args.bias, args.dq, args.dk, args.dv}, gpu_);
+    call_jit(callable_, argv, spec_.to_string() + " backward");
+  }
   // GPU kernels run asynchronously: a run ends when its gradients are written.
   for (halide_buffer_t* gradient : {args.dq, args.dk, args.dv}) {
     if (gradient && gradient->device && gradient->device_interface) {

@@ -30,6 +30,7 @@ class JitAttentionBackward {
  private:
   AttentionSpec spec_;
   Halide::Callable callable_;
+  bool gpu_ = false;  // the kernel takes bf16 as its bits (KernelStorageTypes)
 };
 
 }  // namespace attnforge

@@ -130,10 +130,6 @@ std::optional<ScheduleError> check_gpu_backward(const BackwardSchedule& s,
   ATTNFORGE_REQUIRE(
       target.has_feature(Halide::Target::CUDA) || target.has_feature(Halide::Target::OpenCL),
       "target", "'{}' is neither a CUDA nor an OpenCL target", target.to_string());
-  // Halide 21's PTX back end cannot load bf16, and the row form has no
-  // tensor-core path to read its bits.
-  ATTNFORGE_REQUIRE(spec.dtype != DType::bf16, "dtype",
-                    "bf16 storage has no GPU backward yet; f32 and f16 do");
   ATTNFORGE_REQUIRE(s.bf16_dots == 0, "bf16_dots", "bf16 dot products are an x86 instruction");
   ATTNFORGE_REQUIRE(!spec.bias_grad, "bias_grad", "the GPU row form writes no dBias yet");
   const BackwardSchedule preset = load_backward_preset("backward_rows_gpu");

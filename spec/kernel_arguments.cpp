@@ -36,9 +36,13 @@ halide_type_t argument_halide_type(const AttentionSpec& spec, ArgumentElement el
   return halide_type_of(spec.dtype);
 }
 
-KernelStorageTypes::KernelStorageTypes(KernelArguments& args, bool cuda) {
-  if (!cuda) return;
-  for (halide_buffer_t* buffer : {args.q, args.k, args.v, args.bias, args.out, args.weights}) {
+KernelStorageTypes::KernelStorageTypes(KernelArguments& args, bool cuda)
+    : KernelStorageTypes({args.q, args.k, args.v, args.bias, args.out, args.weights}, cuda) {}
+
+KernelStorageTypes::KernelStorageTypes(std::initializer_list<halide_buffer_t*> buffers,
+                                       bool as_bits) {
+  if (!as_bits) return;
+  for (halide_buffer_t* buffer : buffers) {
     if (buffer && buffer->type == halide_type_of(DType::bf16)) {
       saved_.emplace_back(buffer, buffer->type);
       buffer->type = kernel_halide_type(DType::bf16, true);

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,8 @@ halide_type_t argument_halide_type(const AttentionSpec& spec, ArgumentElement el
 class KernelStorageTypes {
  public:
   KernelStorageTypes(KernelArguments& args, bool cuda);
+  // The same for any of a kernel's buffers (null ones skipped), where `as_bits`.
+  KernelStorageTypes(std::initializer_list<halide_buffer_t*> buffers, bool as_bits);
   ~KernelStorageTypes();
   KernelStorageTypes(const KernelStorageTypes&) = delete;
   KernelStorageTypes& operator=(const KernelStorageTypes&) = delete;

@@ -1,7 +1,7 @@
 // attention_backward() with CUDA tensors, through the stand-in driver of one
 // device (runs nothing): the call takes the package's CUDA backward kernel
-// and launches its two passes, dK/dV then dQ; what has no CUDA backward
-// kernel (bf16, d_bias) or mixes devices is a named error.
+// and launches its kernels, bf16 included; what has no CUDA backward kernel
+// (d_bias) or mixes devices is a named error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,8 +67,8 @@ TEST(CudaBackwardLaunch, TheCallLaunchesEachGradientsKernelOnce) {
   for (const std::string& name : names) EXPECT_EQ(names.count(name), 1u) << name;
 }
 
-TEST(CudaBackwardLaunch, WhatHasNoCudaKernelIsNamed) {
-  // bf16: the GPU row form takes f32 and f16; the package ships its CPU kernels only.
+// bf16 runs the same row form, its tensors passed as their bits.
+TEST(CudaBackwardLaunch, Bf16TakesItsCudaKernel) {
   auto bf16 = [](uintptr_t address, std::initializer_list<int64_t> shape) {
     return TensorView::contiguous(reinterpret_cast<void*>(address), ElementType::bf16, shape,
                                   Device::cuda);
@@ -81,11 +81,10 @@ TEST(CudaBackwardLaunch, WhatHasNoCudaKernelIsNamed) {
   TensorView lse = on_device(0x40000000, {1, 4, 8});
   AttentionOptions options;
   options.bias = &bias;
-  Status status = attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, options);
-  EXPECT_EQ(status.code, ErrorCode::no_kernel);
-  EXPECT_NE(status.message.find("no CUDA kernel for full.bias.mqa4.d32.bf16 backward"),
-            std::string::npos)
-      << status.message;
+  const size_t before = launched_kernels().size();
+  const Status status = attention_backward(q, k, v, out, d_out, lse, dq, dk, dv, options);
+  ASSERT_TRUE(status.ok()) << status.message;
+  EXPECT_GT(launched_kernels().size(), before);
 }
 
 TEST(CudaBackwardLaunch, ABiasGradientHasNoCudaKernel) {

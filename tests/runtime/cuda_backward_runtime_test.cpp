@@ -14,10 +14,11 @@
 namespace attnforge::testing {
 namespace {
 
-// The specs the test package ships CUDA backward kernels for: f32 and f16
-// without dBias (tests/runtime/CMakeLists.txt).
+// The specs the test package ships CUDA backward kernels for: those
+// without dBias (tests/runtime/CMakeLists.txt); bf16 as its bits.
 constexpr const char* kCudaBackwardSpecs[] = {
-    "causal.br.kpad.gqa8x2.d64.f32", "causal.br.alibi.mha2.d32.f32", "window.br.kpad.mha2.d32.f16"};
+    "causal.br.kpad.gqa8x2.d64.f32", "causal.br.alibi.mha2.d32.f32", "window.br.kpad.mha2.d32.f16",
+    "full.bias.mqa4.d32.bf16"};
 
 constexpr CaseShape kShapes[] = {{1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 70, 131}};
 
@@ -60,6 +61,7 @@ bool backward_on_device(BackwardArguments& a, BackwardRuntimeCall& call, std::st
             to_device(a.dv, call.dv, why);
   if (ok && a.key_lengths) ok = to_device(a.key_lengths, call.key_lengths, why);
   if (ok && a.alibi_slopes) ok = to_device(a.alibi_slopes, call.alibi_slopes, why);
+  if (ok && a.bias) ok = to_device(a.bias, call.bias, why);
   return ok;
 }
 
@@ -115,6 +117,7 @@ TEST(CudaRuntimeBackward, TheRuntimesCudaForwardFeedsItsBackward) {
       if (ok && forward_args.alibi_slopes) {
         ok = to_device(forward_args.alibi_slopes, forward.alibi_slopes, &why);
       }
+      if (ok && forward_args.bias) ok = to_device(forward_args.bias, forward.bias, &why);
       if (!ok) GTEST_SKIP() << why;
       const Status ran = forward.run();
       ASSERT_TRUE(ran.ok()) << label(text, shape) << ": " << ran.message;

@@ -1,7 +1,7 @@
 // The GPU row form of the backward pass: it compiles for CUDA without a GPU,
 // and runs on every GPU target this machine has (a CUDA device; an OpenCL
-// device, pocl on the CPU, runs the same GPU loops, f32 only) against the
-// double reference's gradients: every mask, GQA/MQA, softcap, odd sizes,
+// device, pocl on the CPU, runs the same GPU loops, f32 and bf16 as its bits)
+// against the double reference's gradients: every mask, GQA/MQA, softcap, odd sizes,
 // L = 1, Lq != Lk and lengths over several blocks. The gradients also come
 // from the GPU forward's own out and lse. Misfit knobs are named.
 #include <fmt/format.h>
@@ -62,13 +62,14 @@ bool runs_correctly(const JitAttentionBackward& kernel, const std::string& spec_
 }
 
 // Compiles for CUDA, then runs on each GPU target with a device here: CUDA,
-// and OpenCL for f32.
+// and OpenCL for f32 and bf16 (pocl has no f16).
 void expect_rows_match_reference(const std::string& spec_text, const std::string& schedule,
                                  std::initializer_list<CaseShape> shapes = kShapes) {
   const AttentionSpec spec = AttentionSpec::parse(spec_text);
   const std::map<std::string, std::string> params = {{"schedule", schedule}};
   std::vector<Target> targets = {kCuda};
-  if (spec.dtype == DType::f32) targets.push_back(kOpenCl);
+  const bool on_pocl = spec.dtype != DType::f16;
+  if (on_pocl) targets.push_back(kOpenCl);
   int ran = 0;
   std::string why_not;
   for (const Target& target : targets) {
@@ -77,7 +78,7 @@ void expect_rows_match_reference(const std::string& spec_text, const std::string
         << spec_text << " on " << target.to_string();
     ran += runs_correctly(*kernel, spec_text, shapes, &why_not);
   }
-  if (ran == 0 && spec.dtype == DType::f32) GTEST_SKIP() << "no GPU device here: " << why_not;
+  if (ran == 0 && on_pocl) GTEST_SKIP() << "no GPU device here: " << why_not;
 }
 
 TEST(BackwardGpuSchedule, MasksMatchTheReference) {
@@ -92,6 +93,15 @@ TEST(BackwardGpuSchedule, GroupedHeadsAndAdditiveTermsMatchTheReference) {
   for (const char* spec :
        {"causal.gqa8x2.d64.f32", "full.kpad.mqa4.d16.f32", "causal.alibi.gqa4x2.d16.f32",
         "full.bias.mha2.d16.f32", "causal.br.softcap5.gqa4x2.d32.f32", "causal.gqa4x2.d64.f16"}) {
+    expect_rows_match_reference(spec, "backward_rows_gpu");
+  }
+}
+
+// bf16 travels as its bits: widened to f32 on load, gradients rounded to
+// nearest even on the integer bits.
+TEST(BackwardGpuSchedule, Bf16AsItsBitsMatchesTheReference) {
+  for (const char* spec : {"causal.br.kpad.gqa4x2.d32.bf16", "full.bias.mqa4.d32.bf16",
+                           "window5_2.alibi.softcap5.mha2.d16.bf16"}) {
     expect_rows_match_reference(spec, "backward_rows_gpu");
   }
 }
@@ -143,7 +153,8 @@ TEST(BackwardGpuSchedule, MisfitKnobsAreNamed) {
   const BackwardSchedule rows = schedules::load_backward_preset("backward_rows_gpu");
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f32", kCuda), "(fits)");
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f16", kOpenCl), "(fits)");
-  EXPECT_EQ(misfit(rows, "causal.mha8.d64.bf16", kCuda), "dtype");
+  EXPECT_EQ(misfit(rows, "causal.mha8.d64.bf16", kCuda), "(fits)");
+  EXPECT_EQ(misfit(rows, "full.bias.mha8.d64.f32.dbias", kCuda), "bias_grad");
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f32", Halide::get_host_target()), "gpu");
   BackwardSchedule s = rows;
   s.key_block = 48;
