@@ -152,7 +152,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     }
     set_estimates(q, k, v, out, d_out, dq, dk, dv);
     if (tuned_ && tuned_->gpu) {
-      schedules::apply_cuda_backward(*tuned_, f, outputs, vars, spec_.softcapped());
+      schedules::apply_cuda_backward(*tuned_, f, outputs, vars, spec_.softcapped(), spec_.head_dim);
     } else if (tuned_) {
       schedules::apply_x86_backward(*tuned_, f, outputs, vars, spec_.softcapped());
     } else if (std::string(schedule) == "naive") {

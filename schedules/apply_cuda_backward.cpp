@@ -1,5 +1,7 @@
 #include "apply_cuda_backward.h"
 
+#include <algorithm>
+
 namespace attnforge::schedules {
 
 namespace {
@@ -21,6 +23,21 @@ void thread_per_row(Func f, const Var& d, const Var& row, const Var& block,
       .gpu_blocks(block, hb)
       .gpu_threads(row)
       .unroll(d);
+}
+
+// The same with `parts` threads per row, each with head_dim / parts of its
+// elements (the threads' y).
+void threads_per_row(Func f, const Var& d, const Var& row, const Var& block, const AttentionVars& v,
+                     int head_dim, int parts) {
+  if (parts == 1) return thread_per_row(f, d, row, block, v);
+  Var part("part"), element("element"), hb("hb");
+  f.compute_root()
+      .split(d, part, element, (head_dim + parts - 1) / parts, TailStrategy::GuardWithIf)
+      .reorder(element, row, part, block, v.h, v.b)
+      .fuse(v.h, v.b, hb)
+      .gpu_blocks(block, hb)
+      .gpu_threads(row, part)
+      .unroll(element);
 }
 
 // A thread's sums over the head dim, kept in the thread (the head dim
@@ -63,8 +80,13 @@ void element_threads(Func out, const Var& d, const Var& rows, const AttentionVar
 
 }  // namespace
 
+int key_row_threads(int head_dim) {
+  return std::max(1, (head_dim + kKeySumsPerThread - 1) / kKeySumsPerThread);
+}
+
 void apply_cuda_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
-                         BackwardOutputs outputs, const AttentionVars& v, bool softcap) {
+                         BackwardOutputs outputs, const AttentionVars& v, bool softcap,
+                         int head_dim) {
   (void)s;  // the blocks' sizes are the algorithm's (BackwardBlocks)
   BackwardFuncs f = funcs;
   // The dQ pass recomputes P and dS: clones, computed at its own loops.
@@ -84,11 +106,13 @@ void apply_cuda_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
       .gpu_threads(rt);
   f.out_dots.compute_at(out_dots, rt);
 
-  // dK and dV: a thread per key, over the KV head's query heads (outer) and
-  // the queries that may see its block.
+  // dK and dV: a thread per key (or per part of a key's head dim, each
+  // recomputing the dot products whole), over the KV head's query heads
+  // (outer) and the queries that may see its block.
   const RVar query = f.over_queries.x, query_head = f.over_queries.y;
   Func key_sums = f.key_sums.in();
-  thread_per_row(key_sums, v.d, f.key_in_block, f.key_block, v);
+  threads_per_row(key_sums, v.d, f.key_in_block, f.key_block, v, head_dim,
+                  key_row_threads(head_dim));
   sums_in_thread(f.key_sums, key_sums, f.key_in_block, v.d, {query, query_head});
   const LoopLevel per_query(f.key_sums, query);
   dot_per_step(f.scores, f.over_dim, per_query);

@@ -106,6 +106,15 @@ TEST(BackwardGpuSchedule, Bf16AsItsBitsMatchesTheReference) {
   }
 }
 
+// Head dims past 64 split a key row's dK and dV sums across threads: 2 of
+// 64 at 128, 2 of 48 at 96, 3 of 55 and 54 at 164 (a guarded last part).
+TEST(BackwardGpuSchedule, WideHeadsSplitAcrossThreadsMatchTheReference) {
+  for (const char* spec : {"causal.br.kpad.gqa4x2.d128.f32", "full.mha2.d96.f32",
+                           "window7_3.alibi.mha1.d164.f32", "causal.mqa2.d128.bf16"}) {
+    expect_rows_match_reference(spec, "backward_rows_gpu", {{1, 1, 1}, {2, 7, 33}, {1, 67, 130}});
+  }
+}
+
 // Blocks of 64 and 128 threads.
 TEST(BackwardGpuSchedule, OtherBlocksMatchTheReference) {
   for (auto [keys, queries] : {std::pair{64, 128}, {128, 64}}) {
