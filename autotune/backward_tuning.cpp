@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "backward_problem.h"
+#include "builder.h"
 #include "checker.h"
+#include "confirmation.h"
 #include "generators/jit_attention.h"
 #include "generators/jit_attention_backward.h"
 #include "run_records.h"
@@ -63,14 +68,15 @@ Job reference_job(const TuneOptions& o, const std::filesystem::path& dir, bool t
   };
 }
 
-// Compiles the candidate, runs it once on NaN-filled gradients against the
+using KernelMaker = std::function<std::unique_ptr<JitAttentionBackward>()>;
+
+// Compiles a kernel, runs it once on NaN-filled gradients against the
 // reference, then times it.
-Job candidate_job(const TuneOptions& o, const std::filesystem::path& dir, std::string schedule) {
-  return [&o, dir, schedule](MeasurementGate& gate) {
+Job checked_job(const TuneOptions& o, const std::filesystem::path& dir, KernelMaker make) {
+  return [&o, dir, make](MeasurementGate& gate) {
     std::unique_ptr<JitAttentionBackward> kernel;
     try {
-      kernel = std::make_unique<JitAttentionBackward>(
-          o.spec, o.target, std::map<std::string, std::string>{{"schedule", schedule}});
+      kernel = make();
     } catch (const std::exception& error) {
       return Outcome{Status::compile_failed, 0, 0, 0, error.what()};
     }
@@ -87,11 +93,122 @@ Job candidate_job(const TuneOptions& o, const std::filesystem::path& dir, std::s
   };
 }
 
+Job candidate_job(const TuneOptions& o, const std::filesystem::path& dir, std::string schedule) {
+  return checked_job(o, dir, [&o, schedule] {
+    return std::make_unique<JitAttentionBackward>(
+        o.spec, o.target, std::map<std::string, std::string>{{"schedule", schedule}});
+  });
+}
+
+// Halide's autoscheduler `a` on the backward algorithm, planning for the shape.
+Job autoscheduled_job(const TuneOptions& o, const std::filesystem::path& dir,
+                      HalideAutoscheduler a) {
+  return checked_job(o, dir, [&o, a] {
+    Halide::load_plugin(a.plugin);
+    const std::map<std::string, std::string> params = {
+        {"schedule", "auto"},
+        {"estimate_batch", std::to_string(o.shape.batch)},
+        {"estimate_q_len", std::to_string(o.shape.q_len)},
+        {"estimate_kv_len", std::to_string(o.shape.kv_len)}};
+    return std::make_unique<JitAttentionBackward>(o.spec, o.target, params,
+                                                  Halide::AutoschedulerParams(a.name, a.params));
+  });
+}
+
+// Halide's x86 autoschedulers as competitors, each measured once per
+// database (GPU targets: none); returns the fastest correct one's time, or 0.
+double autoscheduler_competitors(const TuneOptions& o, Database& database, ContainedRunner& runner,
+                                 const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  if (o.autoschedulers && !o.target.has_gpu_feature()) {
+    std::vector<Job> jobs;
+    const int threads =
+        o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+    for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
+      names.push_back("autoscheduler:" + a.name);
+      if (database.contains(backward_record(o, names.back(), {}, "autoscheduler").key())) continue;
+      jobs.push_back(autoscheduled_job(o, dir, a));
+    }
+    const std::vector<Outcome> outcomes = runner.run(jobs);
+    size_t next = 0;
+    for (const std::string& name : names) {
+      const Record r = backward_record(o, name, {}, "autoscheduler");
+      if (!database.contains(r.key()) && next < outcomes.size()) {
+        database.append(backward_record(o, name, outcomes[next++], "autoscheduler"));
+      }
+    }
+  }
+  double fastest = 0.0;
+  for (const std::string& name : names) {
+    const Record* r = database.standing(backward_record(o, name, {}, "autoscheduler").key());
+    if (r && r->status == Status::ok && (fastest == 0.0 || r->ms_median < fastest)) {
+      fastest = r->ms_median;
+    }
+  }
+  return fastest;
+}
+
 std::string preset_name_of(const BackwardSchedule& s) {
   for (const std::string& name : schedules::backward_preset_names()) {
     if (schedules::load_backward_preset(name).to_json() == s.to_json()) return name;
   }
   return "";
+}
+
+// The confirmation (as the forward tuner's, confirmation.h): the finalists
+// among the candidates proposed so far measured again in confirm_rounds
+// rounds, each round in a rotated order, and recorded as confirmations,
+// which Database::winners then prefers. Returns how many were confirmed.
+int confirm_finalists(const TuneOptions& o, Database& database, ContainedRunner& runner,
+                      const std::filesystem::path& dir,
+                      const std::vector<BackwardSchedule>& proposed,
+                      const std::function<double()>& seconds_left) {
+  if (o.confirm_rounds <= 0) return 0;
+  std::map<std::string, Record> standing;
+  std::vector<Contender> contenders;
+  for (const BackwardSchedule& s : proposed) {
+    const std::string preset = preset_name_of(s);
+    const std::string strategy =
+        preset.empty() ? "backward-exhaustive" : Record::preset_strategy(preset);
+    const Record* r = database.standing(backward_record(o, s.to_json(), {}, strategy).key());
+    if (!r || r->status != Status::ok) continue;
+    contenders.push_back({r->key(), r->ms_median, !preset.empty()});
+    standing.emplace(r->key(), *r);
+  }
+  std::set<std::string> confirmed;
+  for (int pass = 0; pass < kConfirmationPasses; ++pass) {
+    const double pass_start = seconds_left();
+    const std::vector<std::string> keys = pick_finalists(contenders, confirmed, o.finalists);
+    if (keys.empty()) break;
+    std::vector<std::vector<Outcome>> rounds(keys.size());
+    for (int round = 0; round < o.confirm_rounds; ++round) {
+      std::vector<Job> jobs;
+      for (size_t n = 0; n < keys.size(); ++n) {
+        const Record& r = standing.at(keys[(n + round) % keys.size()]);
+        jobs.push_back(candidate_job(o, dir, r.schedule.dump()));
+      }
+      const std::vector<Outcome> outcomes = runner.run(jobs);
+      for (size_t n = 0; n < keys.size(); ++n) {
+        rounds[(n + round) % keys.size()].push_back(outcomes[n]);
+      }
+    }
+    std::vector<Record> records;
+    for (size_t n = 0; n < keys.size(); ++n) {
+      const Record& searched = standing.at(keys[n]);
+      const Outcome outcome = combine_rounds(rounds[n]);
+      records.push_back(backward_record(o, searched.schedule, outcome, searched.strategy));
+      records.back().confirmation = true;
+      for (Contender& c : contenders) {
+        if (c.key == keys[n]) c.ms = outcome.status == Status::ok ? outcome.ms_median : 1e30;
+      }
+    }
+    database.append(records);
+    confirmed.insert(keys.begin(), keys.end());
+    const std::vector<std::string> leader = pick_finalists(contenders, {}, 1);
+    if (leader.empty() || confirmed.count(leader.front())) break;
+    if (seconds_left() < pass_start - seconds_left()) break;
+  }
+  return static_cast<int>(confirmed.size());
 }
 
 }  // namespace
@@ -152,6 +269,7 @@ TuneSummary tune_backward(const TuneOptions& options, Database& database,
   if (const Record* recorded = database.standing(naive.key())) {
     progress.naive_ms = recorded->ms_median;
   }
+  progress.autoscheduler_ms = autoscheduler_competitors(options, database, runner, work.path());
   // The fastest correct candidate of this run's group, of any run.
   auto update_best = [&] {
     WinnerFilter filter{
@@ -194,7 +312,12 @@ TuneSummary tune_backward(const TuneOptions& options, Database& database,
     progress.seconds_left = std::max(0.0, seconds_left());
     if (on_progress) on_progress(progress);
   }
+  const std::vector<BackwardSchedule> proposed(candidates.begin(), candidates.begin() + next);
+  progress.confirmed =
+      confirm_finalists(options, database, runner, work.path(), proposed, seconds_left);
   update_best();
+  progress.seconds_left = std::max(0.0, seconds_left());
+  if (on_progress) on_progress(progress);
   return summary;
 }
 

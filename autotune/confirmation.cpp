@@ -4,28 +4,37 @@
 
 namespace attnforge::autotune {
 
+std::vector<std::string> pick_finalists(std::vector<Contender> contenders,
+                                        const std::set<std::string>& confirmed, size_t count) {
+  std::sort(contenders.begin(), contenders.end(), [](const Contender& a, const Contender& b) {
+    return a.ms != b.ms ? a.ms < b.ms : a.key < b.key;
+  });
+  std::vector<std::string> finalists;
+  double fastest_preset = 0.0;  // none yet
+  for (const Contender& c : contenders) {
+    if (confirmed.count(c.key)) continue;
+    // Sorted by time: past the finalists and the presets' margin nothing more joins.
+    const bool presets_done =
+        !confirmed.empty() || (fastest_preset > 0.0 && c.ms > kPresetMargin * fastest_preset);
+    if (finalists.size() >= count && presets_done) break;
+    const bool contending_preset =
+        c.preset && confirmed.empty() &&
+        (fastest_preset == 0.0 || c.ms <= kPresetMargin * fastest_preset);
+    if (c.preset && fastest_preset == 0.0) fastest_preset = c.ms;
+    if (finalists.size() < count || contending_preset) finalists.push_back(c.key);
+  }
+  return finalists;
+}
+
 std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
                                         const std::map<std::string, std::string>& presets,
                                         const std::set<std::string>& confirmed, size_t count) {
-  std::vector<std::pair<double, std::string>> order;
+  std::vector<Contender> contenders;
   for (const auto& [key, trial] : recorded) {
-    if (trial.status == Status::ok && !confirmed.count(key)) order.push_back({trial.ms, key});
+    if (trial.status != Status::ok) continue;
+    contenders.push_back({key, trial.ms, presets.count(trial.schedule.to_json().dump()) != 0});
   }
-  std::sort(order.begin(), order.end());
-  std::vector<std::string> finalists;
-  double fastest_preset = 0.0;  // none yet
-  for (const auto& [ms, key] : order) {
-    // Sorted by time: past the finalists and the presets' margin nothing more joins.
-    const bool presets_done =
-        !confirmed.empty() || (fastest_preset > 0.0 && ms > kPresetMargin * fastest_preset);
-    if (finalists.size() >= count && presets_done) break;
-    const bool preset = presets.count(recorded.at(key).schedule.to_json().dump()) != 0;
-    const bool contending_preset = preset && confirmed.empty() &&
-                                   (fastest_preset == 0.0 || ms <= kPresetMargin * fastest_preset);
-    if (preset && fastest_preset == 0.0) fastest_preset = ms;
-    if (finalists.size() < count || contending_preset) finalists.push_back(key);
-  }
-  return finalists;
+  return pick_finalists(std::move(contenders), confirmed, count);
 }
 
 Outcome combine_rounds(const std::vector<Outcome>& rounds) {

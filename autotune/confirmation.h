@@ -17,11 +17,27 @@ namespace attnforge::autotune {
 // preset behind a slower one, and the tuned gain over it overstated.
 constexpr double kPresetMargin = 1.25;
 
-// The next finalists among `recorded` (record key -> trial): the `count`
-// fastest correct ones not in `confirmed`, and, while `confirmed` is empty,
-// the fastest preset (`presets` holds their schedule JSON) even if slower,
-// with every preset within kPresetMargin of it. Returns their record keys,
-// fastest first.
+// At most this many passes of finalists: a pass that leaves an unconfirmed
+// leader (a lucky timing further down) is followed by another where the
+// budget has room for it.
+constexpr int kConfirmationPasses = 3;
+
+// A correct measurement that may become a finalist.
+struct Contender {
+  std::string key;  // its record key
+  double ms = 0.0;  // its median
+  bool preset = false;
+};
+
+// The next finalists among `contenders`: the `count` fastest not in
+// `confirmed`, and, while `confirmed` is empty, the fastest preset even if
+// slower, with every preset within kPresetMargin of it. Returns their record
+// keys, fastest first.
+std::vector<std::string> pick_finalists(std::vector<Contender> contenders,
+                                        const std::set<std::string>& confirmed, size_t count);
+
+// The same over `recorded` (record key -> trial), whose presets' schedule
+// JSON `presets` holds.
 std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& recorded,
                                         const std::map<std::string, std::string>& presets,
                                         const std::set<std::string>& confirmed, size_t count);

@@ -18,11 +18,6 @@ namespace {
 
 using schedules::Schedule;
 
-// At most this many passes of finalists: a pass that leaves an unconfirmed
-// leader (a lucky timing further down) is followed by another where the
-// budget has room for it.
-constexpr int kConfirmationPasses = 3;
-
 const TuneOptions& validated(const TuneOptions& options) {
   options.spec.validate();
   if (options.layer) options.layer->validate();

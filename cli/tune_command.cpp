@@ -63,9 +63,12 @@ int run_backward_tune(const TuneArgs& args, const TuneOptions& options, Database
   if (options.layer) throw CLI::ValidationError("--backward", "layers have no backward kernels");
   if (args.estimate) throw CLI::ValidationError("--backward", "not with --estimate");
   TuneSummary summary = tune_backward(options, db, [](const Progress& p) {
-    fmt::print(stderr,
-               "\r{} measured, {} failed, best {:.3f} ms (naive {:.1f} ms), {:.0f} s left   ",
-               p.measured, p.failures, p.best_ms, p.naive_ms, p.seconds_left);
+    const std::string confirmed = p.confirmed > 0 ? fmt::format(", {} confirmed", p.confirmed) : "";
+    const std::string autoscheduler =
+        p.autoscheduler_ms > 0 ? fmt::format(", autoscheduler {:.1f} ms", p.autoscheduler_ms) : "";
+    fmt::print(
+        stderr, "\r{} measured, {} failed{}, best {:.3f} ms (naive {:.1f} ms{}), {:.0f} s left   ",
+        p.measured, p.failures, confirmed, p.best_ms, p.naive_ms, autoscheduler, p.seconds_left);
   });
   fmt::print(stderr, "\n");
   if (summary.best) {

@@ -1,8 +1,8 @@
 // Tuning a backward kernel: candidates (the presets first, then every fitting
 // combination of the searched knob values, shuffled by the seed), each checked
 // against the naive backward and recorded with backward = true in a group of
-// its own; a rerun continues where the last stopped; the forward's winners
-// never include backward records.
+// its own; the finalists confirmed in rounds; a rerun continues where the
+// last stopped; the forward's winners never include backward records.
 #include "autotune/backward_tuning.h"
 
 #include <gtest/gtest.h>
@@ -49,26 +49,69 @@ TEST(BackwardTuning, TunesCheckedCandidatesAndResumes) {
   options.budget_seconds = 300;
   options.max_candidates = 3;
   options.min_measure_seconds = 0.02;
+  options.confirm_rounds = 2;
+  options.finalists = 1;
+  options.autoschedulers = false;
   if (!testing::kernels_run_here()) GTEST_SKIP() << "the kernel target does not run here";
   Database db(dir.path() / "tuning.jsonl");
   TuneSummary first = tune_backward(options, db);
   ASSERT_TRUE(first.best.has_value());
   EXPECT_TRUE(first.best->backward);
   EXPECT_EQ(first.progress.measured, 3);
-  EXPECT_EQ(db.records().size(), 4u);  // the naive reference and 3 candidates
+  // The fastest and the fastest preset (and presets near it) measured again
+  // in 2 rounds; the winner is a confirmed one.
+  EXPECT_GE(first.progress.confirmed, 1);
+  EXPECT_LE(first.progress.confirmed, 3);
+  EXPECT_EQ(db.records().size(), 4u + first.progress.confirmed);  // and the naive reference
   for (const Record& r : db.records()) {
     EXPECT_TRUE(r.backward);
     EXPECT_EQ(r.status, Status::ok) << r.schedule.dump() << ": " << r.detail;
+    if (r.confirmation) EXPECT_EQ(r.detail.rfind("confirmed in 2 rounds", 0), 0u) << r.detail;
   }
+  EXPECT_TRUE(first.best->confirmation);
   EXPECT_LT(first.best->ms_median, first.progress.naive_ms);
   EXPECT_TRUE(db.winners().empty());  // the forward's winners: none
 
+  options.confirm_rounds = 0;
+  const size_t confirmed_run = db.records().size();
   TuneSummary again = tune_backward(options, db);
   EXPECT_EQ(again.progress.measured, 0);
   options.max_candidates = 5;
   TuneSummary more = tune_backward(options, db);
   EXPECT_EQ(more.progress.measured, 2);
-  EXPECT_EQ(db.records().size(), 6u);
+  EXPECT_EQ(more.progress.confirmed, 0);
+  EXPECT_EQ(db.records().size(), confirmed_run + 2);
+}
+
+// Halide's x86 autoschedulers on the backward algorithm: records of the
+// backward group, checked like candidates, measured once per database.
+TEST(BackwardTuning, AutoschedulersAreCompetitorsOncePerDatabase) {
+  TempDir dir;
+  TuneOptions options;
+  options.spec = AttentionSpec::parse("causal.gqa4x2.d32.f32");
+  options.target = testing::kernel_target();
+  options.shape = {1, 40, 40};
+  options.max_candidates = 1;
+  options.confirm_rounds = 0;
+  options.min_measure_seconds = 0.01;
+  if (!testing::kernels_run_here()) GTEST_SKIP() << "the kernel target does not run here";
+  Database db(dir.path() / "tuning.jsonl");
+  const TuneSummary first = tune_backward(options, db);
+  std::set<std::string> autoschedulers;
+  for (const Record& r : db.records()) {
+    if (r.kind() != RecordKind::autoscheduler) continue;
+    EXPECT_TRUE(r.backward);
+    autoschedulers.insert(r.schedule.get<std::string>());
+    EXPECT_EQ(r.status, Status::ok) << r.schedule.dump() << ": " << r.detail;
+  }
+  EXPECT_EQ(autoschedulers,
+            (std::set<std::string>{"autoscheduler:Adams2019", "autoscheduler:Li2018",
+                                   "autoscheduler:Mullapudi2016"}));
+  EXPECT_GT(first.progress.autoscheduler_ms, 0.0);
+  const size_t records = db.records().size();
+  const TuneSummary again = tune_backward(options, db);
+  EXPECT_EQ(db.records().size(), records);
+  EXPECT_EQ(again.progress.autoscheduler_ms, first.progress.autoscheduler_ms);
 }
 
 // With dBias, the candidates are checked on it too: its problem carries the
