@@ -147,7 +147,8 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     dv(vars.d, vars.j, vars.h, vars.b) = to_output(f.dv(vars.d, vars.j, vars.h, vars.b));
     schedules::BackwardOutputs outputs{dq, dk, dv};
     if (d_bias_) {
-      (*d_bias_)(vars.j, vars.i, vars.h, vars.b) = f.d_bias(vars.j, vars.i, vars.h, vars.b);
+      (*d_bias_)(vars.j, vars.i, vars.h, vars.b) =
+          to_output(f.d_bias(vars.j, vars.i, vars.h, vars.b));
       outputs.d_bias = *d_bias_;
     }
     set_estimates(q, k, v, out, d_out, dq, dk, dv);

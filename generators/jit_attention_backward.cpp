@@ -24,12 +24,13 @@ void JitAttentionBackward::run(BackwardArguments& args) const {
   KernelArgv argv = backward_argv(spec_, args);
   {
     // GPU kernels take bf16 tensors as their bits.
-    KernelStorageTypes as_taken(
-        {args.q, args.k, args.v, args.out, args.d_out, args.bias, args.dq, args.dk, args.dv}, gpu_);
+    KernelStorageTypes as_taken({args.q, args.k, args.v, args.out, args.d_out, args.bias, args.dq,
+                                 args.dk, args.dv, args.d_bias},
+                                gpu_);
     call_jit(callable_, argv, spec_.to_string() + " backward");
   }
   // GPU kernels run asynchronously: a run ends when its gradients are written.
-  for (halide_buffer_t* gradient : {args.dq, args.dk, args.dv}) {
+  for (halide_buffer_t* gradient : {args.dq, args.dk, args.dv, args.d_bias}) {
     if (gradient && gradient->device && gradient->device_interface) {
       if (int error = gradient->device_interface->device_sync(nullptr, gradient)) {
         throw KernelError(spec_.to_string() + " backward: device sync failed with Halide error " +

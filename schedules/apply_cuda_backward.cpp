@@ -1,6 +1,7 @@
 #include "apply_cuda_backward.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace attnforge::schedules {
 
@@ -78,6 +79,31 @@ void element_threads(Func out, const Var& d, const Var& rows, const AttentionVar
       .gpu_blocks(hb);
 }
 
+// dBias: a thread per (query, key) entry, a block per 32 keys x 8 queries
+// of a head; its K and V rows staged in shared memory, each thread
+// recomputing its entry's q.k and dO.v (the Q and dO rows a warp reads are
+// one address).
+void bias_pass(BackwardFuncs f, Func d_bias, const AttentionVars& v) {
+  Var jb("jb"), ib("ib"), jt("jt"), it("it"), hb("hb");
+  d_bias.gpu_tile(v.j, v.i, jb, ib, jt, it, kBiasBlockKeys, 8, TailStrategy::GuardWithIf)
+      .fuse(v.h, v.b, hb)
+      .gpu_blocks(hb);
+  const LoopLevel entry(d_bias, jt);
+  Func dots = f.bias_terms.scores, d_probs = f.bias_terms.d_probs;
+  dot_per_step(dots, f.over_dim, entry);
+  dot_per_step(d_probs, f.over_dim, entry);
+  for (Func step : {f.bias_terms.probs, f.bias_terms.d_logits}) step.compute_at(entry);
+  const LoopLevel block(d_bias, jb);
+  // Wrappers, not clones: Halide 21 clones a Func into one consumer only,
+  // and the dK/dV pass has k_rows' and v_rows'. A whole block's rows (past
+  // Lk they read the last key), so that the shared memory is constant.
+  for (auto [rows, consumer] : {std::pair{f.k_rows, dots}, {f.v_rows, d_probs}}) {
+    Func staged = rows.in(consumer);
+    stage_rows(staged, v.d, v.j, block);
+    staged.bound_extent(v.j, kBiasBlockKeys);
+  }
+}
+
 }  // namespace
 
 int key_row_threads(int head_dim) {
@@ -140,6 +166,7 @@ void apply_cuda_backward(const BackwardSchedule& s, const BackwardFuncs& funcs,
   element_threads(outputs.dk, v.d, v.j, v);
   element_threads(outputs.dv, v.d, v.j, v);
   element_threads(outputs.dq, v.d, v.i, v);
+  if (outputs.d_bias.defined()) bias_pass(f, outputs.d_bias, v);
 }
 
 }  // namespace attnforge::schedules

@@ -6,6 +6,8 @@
 //   queries, so their Q and dO rows are read at one address by the whole warp.
 // - dQ: a block per query_block queries, a thread per query, walking keys
 //   the same way.
+// - dBias (.dbias): a thread per (query, key) entry, recomputing its q.k and
+//   dO.v, with a block's K and V rows staged.
 // P and dS are recomputed per (query, key) in the thread; no atomics, so
 // results do not depend on the launch.
 #pragma once
@@ -23,6 +25,10 @@ namespace attnforge::schedules {
 // split across threads (each with 2 x this many sums), so that the sums stay
 // in registers.
 constexpr int kKeySumsPerThread = 64;
+
+// Keys per block of the dBias pass, whose K and V rows it stages in shared
+// memory (2 x this many rows of the head dim in f32).
+constexpr int kBiasBlockKeys = 32;
 
 // The threads per key row of the dK/dV pass at `head_dim`.
 int key_row_threads(int head_dim);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "apply_cuda_backward.h"
 #include "cuda_limits.h"
 #include "schedule_check.h"
 
@@ -131,7 +132,11 @@ std::optional<ScheduleError> check_gpu_backward(const BackwardSchedule& s,
       target.has_feature(Halide::Target::CUDA) || target.has_feature(Halide::Target::OpenCL),
       "target", "'{}' is neither a CUDA nor an OpenCL target", target.to_string());
   ATTNFORGE_REQUIRE(s.bf16_dots == 0, "bf16_dots", "bf16 dot products are an x86 instruction");
-  ATTNFORGE_REQUIRE(!spec.bias_grad, "bias_grad", "the GPU row form writes no dBias yet");
+  const int bias_rows_bytes = 2 * kBiasBlockKeys * spec.head_dim * 4;
+  ATTNFORGE_REQUIRE(!spec.bias_grad || bias_rows_bytes <= kCudaMaxSharedBytes, "bias_grad",
+                    "the dBias pass stages {} K and V rows of head dim {}: {} bytes of shared "
+                    "memory, over {}",
+                    kBiasBlockKeys, spec.head_dim, bias_rows_bytes, kCudaMaxSharedBytes);
   const BackwardSchedule preset = load_backward_preset("backward_rows_gpu");
   for (const BackwardKnob& knob : backward_knobs()) {
     const bool threads = knob.field == &S::key_block || knob.field == &S::query_block;

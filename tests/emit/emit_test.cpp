@@ -216,15 +216,15 @@ TEST(KernelPlan, OneQueryRowShipsTilesOfOneQuery) {
 // --backward: each spec's backward kernel on CPU targets under the backward
 // preset of the target's lanes (the AVX2 one where the head dim has no
 // 16-lane vectors), on CUDA under the GPU row form where it takes the spec
-// (not .dbias: skipped, saying why), and its .lse forward; specs without a
-// backward refused.
+// (dBias at head dim 256 it does not: skipped, saying why), and its .lse
+// forward; specs without a backward refused.
 TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
   autotune::TempDir dir;
   KernelPlan plan =
       plan_kernels(database_of(dir, {}), parse_emit_targets("avx2,avx512,cuda"), {}, {},
                    {AttentionSpec::parse("causal.br.kpad.gqa8x2.d64.f32.lse"),
                     AttentionSpec::parse("full.mha2.d40.bf16"),
-                    AttentionSpec::parse("full.bias.mha2.d32.f32.dbias")});
+                    AttentionSpec::parse("full.bias.mha2.d256.f32.dbias")});
   std::map<std::string, std::string> backward;  // function: schedule
   std::set<std::string> forward;
   for (const PlannedKernel& k : plan.kernels) {
@@ -242,19 +242,19 @@ TEST(KernelPlan, BackwardSpecsShipTheirBackwardAndTheirLseForward) {
                 {"attnforge_avx512_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_avx512"},
                 {"attnforge_avx2_full_mha2_d40_bf16_backward", "backward_avx2"},
                 {"attnforge_avx512_full_mha2_d40_bf16_backward", "backward_avx2"},
-                {"attnforge_avx2_full_bias_mha2_d32_f32_dbias_backward", "backward_avx2"},
-                {"attnforge_avx512_full_bias_mha2_d32_f32_dbias_backward", "backward_avx512"},
+                {"attnforge_avx2_full_bias_mha2_d256_f32_dbias_backward", "backward_avx2"},
+                {"attnforge_avx512_full_bias_mha2_d256_f32_dbias_backward", "backward_avx512"},
                 {"attnforge_cuda80_causal_br_kpad_gqa8x2_d64_f32_backward", "backward_rows_gpu"},
                 {"attnforge_cuda80_full_mha2_d40_bf16_backward", "backward_rows_gpu"}}));
   const std::string dbias_on_cuda =
-      "full.bias.mha2.d32.f32.dbias backward on cuda80: schedule: bias_grad:";
+      "full.bias.mha2.d256.f32.dbias backward on cuda80: schedule: bias_grad:";
   ASSERT_EQ(std::count_if(plan.skipped.begin(), plan.skipped.end(),
                           [&](const std::string& why) { return why.rfind(dbias_on_cuda, 0) == 0; }),
             1)
       << fmt::format("{}", fmt::join(plan.skipped, "\n"));
   EXPECT_EQ(forward,
             (std::set<std::string>{"causal.br.kpad.gqa8x2.d64.f32.lse", "full.mha2.d40.bf16.lse",
-                                   "full.bias.mha2.d32.f32.lse"}));
+                                   "full.bias.mha2.d256.f32.lse"}));
   EXPECT_THROW(plan_kernels(database_of(dir, {}), parse_emit_targets("avx2"), {}, {},
                             {AttentionSpec::parse("causal.br.kpad.page16.gqa8x2.d64.f32")}),
                SpecError);

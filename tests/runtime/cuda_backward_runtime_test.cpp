@@ -14,11 +14,11 @@
 namespace attnforge::testing {
 namespace {
 
-// The specs the test package ships CUDA backward kernels for: those
-// without dBias (tests/runtime/CMakeLists.txt); bf16 as its bits.
+// The specs the test package ships CUDA backward kernels for
+// (tests/runtime/CMakeLists.txt); bf16 as its bits.
 constexpr const char* kCudaBackwardSpecs[] = {
     "causal.br.kpad.gqa8x2.d64.f32", "causal.br.alibi.mha2.d32.f32", "window.br.kpad.mha2.d32.f16",
-    "full.bias.mqa4.d32.bf16"};
+    "full.bias.mqa4.d32.bf16", "full.bias.mqa4.d32.f32.dbias"};
 
 constexpr CaseShape kShapes[] = {{1, 1, 1}, {2, 7, 33}, {3, 19, 12}, {1, 70, 131}};
 
@@ -62,6 +62,7 @@ bool backward_on_device(BackwardArguments& a, BackwardRuntimeCall& call, std::st
   if (ok && a.key_lengths) ok = to_device(a.key_lengths, call.key_lengths, why);
   if (ok && a.alibi_slopes) ok = to_device(a.alibi_slopes, call.alibi_slopes, why);
   if (ok && a.bias) ok = to_device(a.bias, call.bias, why);
+  if (ok && a.d_bias) ok = to_device(a.d_bias, call.d_bias, why);
   return ok;
 }
 
@@ -77,8 +78,9 @@ void expect_gradients_match(const AttentionSpec& spec, BackwardCase& c, const st
   if (!backward_on_device(c.arguments(), call, &why)) GTEST_SKIP() << why;
   const Status status = call.run();
   ASSERT_TRUE(status.ok()) << what << ": " << status.message;
-  for (halide_buffer_t* gradient : {c.arguments().dq, c.arguments().dk, c.arguments().dv}) {
-    from_device(gradient);
+  for (halide_buffer_t* gradient :
+       {c.arguments().dq, c.arguments().dk, c.arguments().dv, c.arguments().d_bias}) {
+    if (gradient) from_device(gradient);
   }
   const Comparison result = c.compare();
   EXPECT_TRUE(result.ok) << what << ": " << result.first_failure;

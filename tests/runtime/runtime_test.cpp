@@ -154,13 +154,12 @@ TEST(Runtime, ThePackageHoldsGenericKernelsPerTargetAndOnlyCorrectTunedOnes) {
   // The CPU one-row kernels of the specs whose decoder tiles hold more than
   // one query's rows: the five MHA specs and the two groups of 2 heads.
   EXPECT_EQ(one_row, 7 * 2);
-  // The 5 backward specs' backward kernels (one with dBias) for avx2 and
-  // host, and on CUDA the 4 that the GPU row form takes (no dBias).
-  EXPECT_EQ(backward, 5 * 2 + 4);
+  // The 5 backward specs' backward kernels (one with dBias) for avx2, host and CUDA.
+  EXPECT_EQ(backward, 5 * 3);
   // The two correct x86 records for avx2 and host, and the CUDA one; the
   // wrong one never.
   EXPECT_EQ(tuned, 5);
-  EXPECT_EQ(cuda, 13 * 2 + 3 + 1 + 4);
+  EXPECT_EQ(cuda, 13 * 2 + 3 + 1 + 5);
   EXPECT_EQ(layers, 3 * 2);  // three layers for avx2 and host; layers have no CUDA kernels
 }
 

@@ -33,7 +33,8 @@ void copy_to_host(halide_buffer_t* buffer) {
 }
 
 void expect_gradients(BackwardCase& c, const std::string& what) {
-  for (halide_buffer_t* gradient : {c.arguments().dq, c.arguments().dk, c.arguments().dv}) {
+  for (halide_buffer_t* gradient :
+       {c.arguments().dq, c.arguments().dk, c.arguments().dv, c.arguments().d_bias}) {
     copy_to_host(gradient);
   }
   const Comparison result = c.compare();
@@ -106,6 +107,16 @@ TEST(BackwardGpuSchedule, Bf16AsItsBitsMatchesTheReference) {
   }
 }
 
+// dBias: a thread per (query, key) entry, with every mask and broadcast
+// shapes of the bias; bf16 as its bits.
+TEST(BackwardGpuSchedule, BiasGradientsMatchTheReference) {
+  for (const char* spec :
+       {"full.bias.mqa4.d32.f32.dbias", "causal.br.kpad.bias.gqa4x2.d64.f32.dbias",
+        "window5_2.bias.softcap5.mha2.d16.f32.dbias", "causal.bias.mha2.d128.bf16.dbias"}) {
+    expect_rows_match_reference(spec, "backward_rows_gpu", {{1, 1, 1}, {2, 7, 33}, {1, 67, 130}});
+  }
+}
+
 // Head dims past 64 split a key row's dK and dV sums across threads: 2 of
 // 64 at 128, 2 of 48 at 96, 3 of 55 and 54 at 164 (a guarded last part).
 TEST(BackwardGpuSchedule, WideHeadsSplitAcrossThreadsMatchTheReference) {
@@ -163,7 +174,8 @@ TEST(BackwardGpuSchedule, MisfitKnobsAreNamed) {
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f32", kCuda), "(fits)");
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f16", kOpenCl), "(fits)");
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.bf16", kCuda), "(fits)");
-  EXPECT_EQ(misfit(rows, "full.bias.mha8.d64.f32.dbias", kCuda), "bias_grad");
+  EXPECT_EQ(misfit(rows, "full.bias.mha8.d64.f32.dbias", kCuda), "(fits)");
+  EXPECT_EQ(misfit(rows, "full.bias.mha8.d256.f32.dbias", kCuda), "bias_grad");  // 64 KiB of rows
   EXPECT_EQ(misfit(rows, "causal.mha8.d64.f32", Halide::get_host_target()), "gpu");
   BackwardSchedule s = rows;
   s.key_block = 48;
