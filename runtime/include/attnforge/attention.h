@@ -155,10 +155,12 @@ Status attention(const TensorView& q, const TensorView& k, const TensorView& v,
 // scale and softcap; weights, lse, page_table, cu_seqlens, 8-bit caches and
 // modifiers are refused. A row that sees no key has zero gradients. The
 // tensors are all on the CPU or all on the CUDA device; the package needs the
-// spec's backward kernel for that device (`attnforge emit --backward`). With d_bias (a call with a
-// bias), also writes the bias's gradient, [B, H, Lq, Lk] in the call's element type, 0 where the
-// mask hides a key: every entry's, so a bias broadcast over B or H takes its sum there; the package
-// needs the spec's .dbias backward kernel. On any error nothing is written to dq, dk, dv or d_bias.
+// spec's backward kernel for that device (`attnforge emit --backward`). With
+// d_bias (a call with a bias), also writes the bias's gradient, [B, H, Lq,
+// Lk] in the call's element type, 0 where the mask hides a key: every
+// entry's, so a bias broadcast over B or H takes its sum there; the package
+// needs the spec's .dbias backward kernel. On any error nothing is written to
+// dq, dk, dv or d_bias.
 Status attention_backward(const TensorView& q, const TensorView& k, const TensorView& v,
                           const TensorView& out, const TensorView& d_out, const TensorView& lse,
                           const TensorView& dq, const TensorView& dk, const TensorView& dv,
