@@ -100,18 +100,17 @@ Job candidate_job(const TuneOptions& o, const std::filesystem::path& dir, std::s
   });
 }
 
-// Halide's autoscheduler `a` on the backward algorithm, planning for the shape.
+// Halide's autoscheduler `a` on the backward algorithm, planning for the
+// shape (the forward's autoscheduled candidate's parameters).
 Job autoscheduled_job(const TuneOptions& o, const std::filesystem::path& dir,
-                      HalideAutoscheduler a) {
-  return checked_job(o, dir, [&o, a] {
-    Halide::load_plugin(a.plugin);
-    const std::map<std::string, std::string> params = {
-        {"schedule", "auto"},
-        {"estimate_batch", std::to_string(o.shape.batch)},
-        {"estimate_q_len", std::to_string(o.shape.q_len)},
-        {"estimate_kv_len", std::to_string(o.shape.kv_len)}};
-    return std::make_unique<JitAttentionBackward>(o.spec, o.target, params,
-                                                  Halide::AutoschedulerParams(a.name, a.params));
+                      const HalideAutoscheduler& a) {
+  const Candidate c =
+      autoscheduled_candidate(o.spec, o.target, a, o.shape.batch, o.shape.q_len, o.shape.kv_len);
+  return checked_job(o, dir, [c] {
+    Halide::load_plugin(c.autoscheduler_plugin);
+    std::map<std::string, std::string> params = c.extra_params;
+    params["schedule"] = c.schedule;
+    return std::make_unique<JitAttentionBackward>(c.spec, c.target, params, c.autoscheduler);
   });
 }
 
@@ -119,28 +118,25 @@ Job autoscheduled_job(const TuneOptions& o, const std::filesystem::path& dir,
 // database (GPU targets: none); returns the fastest correct one's time, or 0.
 double autoscheduler_competitors(const TuneOptions& o, Database& database, ContainedRunner& runner,
                                  const std::filesystem::path& dir) {
-  std::vector<std::string> names;
-  if (o.autoschedulers && !o.target.has_gpu_feature()) {
-    std::vector<Job> jobs;
-    const int threads =
-        o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-    for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
-      names.push_back("autoscheduler:" + a.name);
-      if (database.contains(backward_record(o, names.back(), {}, "autoscheduler").key())) continue;
-      jobs.push_back(autoscheduled_job(o, dir, a));
-    }
-    const std::vector<Outcome> outcomes = runner.run(jobs);
-    size_t next = 0;
-    for (const std::string& name : names) {
-      const Record r = backward_record(o, name, {}, "autoscheduler");
-      if (!database.contains(r.key()) && next < outcomes.size()) {
-        database.append(backward_record(o, name, outcomes[next++], "autoscheduler"));
-      }
-    }
+  if (!o.autoschedulers || o.target.has_gpu_feature()) return 0.0;
+  const int threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<std::string> keys, pending;
+  std::vector<Job> jobs;
+  for (const HalideAutoscheduler& a : x86_autoschedulers(threads)) {
+    const std::string name = "autoscheduler:" + a.name;
+    keys.push_back(backward_record(o, name, {}, "autoscheduler").key());
+    if (database.contains(keys.back())) continue;
+    pending.push_back(name);
+    jobs.push_back(autoscheduled_job(o, dir, a));
+  }
+  const std::vector<Outcome> outcomes = runner.run(jobs);
+  for (size_t n = 0; n < outcomes.size(); ++n) {
+    database.append(backward_record(o, pending[n], outcomes[n], "autoscheduler"));
   }
   double fastest = 0.0;
-  for (const std::string& name : names) {
-    const Record* r = database.standing(backward_record(o, name, {}, "autoscheduler").key());
+  for (const std::string& key : keys) {
+    const Record* r = database.standing(key);
     if (r && r->status == Status::ok && (fastest == 0.0 || r->ms_median < fastest)) {
       fastest = r->ms_median;
     }
@@ -180,22 +176,18 @@ int confirm_finalists(const TuneOptions& o, Database& database, ContainedRunner&
     const double pass_start = seconds_left();
     const std::vector<std::string> keys = pick_finalists(contenders, confirmed, o.finalists);
     if (keys.empty()) break;
-    std::vector<std::vector<Outcome>> rounds(keys.size());
-    for (int round = 0; round < o.confirm_rounds; ++round) {
-      std::vector<Job> jobs;
-      for (size_t n = 0; n < keys.size(); ++n) {
-        const Record& r = standing.at(keys[(n + round) % keys.size()]);
-        jobs.push_back(candidate_job(o, dir, r.schedule.dump()));
-      }
-      const std::vector<Outcome> outcomes = runner.run(jobs);
-      for (size_t n = 0; n < keys.size(); ++n) {
-        rounds[(n + round) % keys.size()].push_back(outcomes[n]);
-      }
-    }
+    const std::vector<Outcome> outcomes =
+        measure_in_rounds(keys, o.confirm_rounds, [&](const std::vector<std::string>& order) {
+          std::vector<Job> jobs;
+          for (const std::string& key : order) {
+            jobs.push_back(candidate_job(o, dir, standing.at(key).schedule.dump()));
+          }
+          return runner.run(jobs);
+        });
     std::vector<Record> records;
     for (size_t n = 0; n < keys.size(); ++n) {
       const Record& searched = standing.at(keys[n]);
-      const Outcome outcome = combine_rounds(rounds[n]);
+      const Outcome& outcome = outcomes[n];
       records.push_back(backward_record(o, searched.schedule, outcome, searched.strategy));
       records.back().confirmation = true;
       for (Contender& c : contenders) {

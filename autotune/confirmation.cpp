@@ -54,4 +54,22 @@ Outcome combine_rounds(const std::vector<Outcome>& rounds) {
   return combined;
 }
 
+std::vector<Outcome> measure_in_rounds(
+    const std::vector<std::string>& keys, int rounds,
+    const std::function<std::vector<Outcome>(const std::vector<std::string>&)>& measure) {
+  std::vector<std::vector<Outcome>> measured(keys.size());
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::string> order;
+    for (size_t n = 0; n < keys.size(); ++n) order.push_back(keys[(n + round) % keys.size()]);
+    const std::vector<Outcome> outcomes = measure(order);
+    for (size_t n = 0; n < keys.size(); ++n) {
+      measured[(n + round) % keys.size()].push_back(outcomes[n]);
+    }
+  }
+  std::vector<Outcome> combined;
+  for (const std::vector<Outcome>& finalist : measured)
+    combined.push_back(combine_rounds(finalist));
+  return combined;
+}
+
 }  // namespace attnforge::autotune

@@ -2,6 +2,7 @@
 // again, and what their rounds add up to.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -45,5 +46,13 @@ std::vector<std::string> pick_finalists(const std::map<std::string, Trial>& reco
 // One outcome from a finalist's rounds: the first failure, or the median of
 // the rounds' medians with the extremes of all runs.
 Outcome combine_rounds(const std::vector<Outcome>& rounds);
+
+// The finalists `keys` measured in `rounds` rounds, each round in a rotated
+// order (no finalist is always measured first); `measure` takes one round's
+// keys in order and returns their outcomes. Returns each key's
+// combine_rounds, in the order of `keys`.
+std::vector<Outcome> measure_in_rounds(
+    const std::vector<std::string>& keys, int rounds,
+    const std::function<std::vector<Outcome>(const std::vector<std::string>&)>& measure);
 
 }  // namespace attnforge::autotune

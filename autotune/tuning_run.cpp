@@ -187,22 +187,16 @@ size_t TuningRun::measure_pending(std::vector<Trial>& trials) {
 }
 
 void TuningRun::confirm_finalists(const std::vector<std::string>& keys) {
-  // Each round in a rotated order: no finalist is always measured first.
-  std::vector<std::vector<Outcome>> rounds(keys.size());
-  for (int round = 0; round < options_.confirm_rounds; ++round) {
-    std::vector<Schedule> order;
-    for (size_t n = 0; n < keys.size(); ++n) {
-      order.push_back(recorded_.at(keys[(n + round) % keys.size()]).schedule);
-    }
-    std::vector<Outcome> outcomes = measure(order);
-    for (size_t n = 0; n < keys.size(); ++n) {
-      rounds[(n + round) % keys.size()].push_back(outcomes[n]);
-    }
-  }
+  const std::vector<Outcome> outcomes =
+      measure_in_rounds(keys, options_.confirm_rounds, [&](const std::vector<std::string>& order) {
+        std::vector<Schedule> schedules;
+        for (const std::string& key : order) schedules.push_back(recorded_.at(key).schedule);
+        return measure(schedules);
+      });
   std::vector<Record> records;
   for (size_t n = 0; n < keys.size(); ++n) {
     Trial& trial = recorded_.at(keys[n]);
-    const Outcome outcome = combine_rounds(rounds[n]);
+    const Outcome& outcome = outcomes[n];
     records.push_back(make_record(options_, trial.schedule.to_json(), outcome));
     records.back().strategy = database_.standing(keys[n])->strategy;
     records.back().confirmation = true;

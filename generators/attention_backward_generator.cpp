@@ -126,8 +126,7 @@ class AttentionBackwardGenerator : public Halide::Generator<AttentionBackwardGen
     GradientInputs gradient_inputs{out, d_out, *lse_};
     // With bf16 as bits, the algorithm computes in f32 on the widened tensors.
     AttentionSpec algorithm_spec = spec_;
-    auto stored = [](const Expr& value) { return value; };
-    std::function<Expr(const Expr&)> to_output = stored;
+    std::function<Expr(const Expr&)> to_output = [](const Expr& value) { return value; };
     if (storage_as_bits()) {
       algorithm_spec.dtype = DType::f32;
       in.q = f32_of_bf16_bits(q, 4, "q_f32");
